@@ -1,0 +1,227 @@
+//! The user's declaration of a pool: its channels, their levels, how levels
+//! are scheduled, and where woken futures go.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::Hash;
+use std::time::Duration;
+
+use crate::channel::{Channel, Submit};
+use crate::sleep::MAX_WORKERS;
+use crate::task::RunningTask;
+
+/// What a pool is: implement it on a struct that owns your channels.
+///
+/// ```
+/// use smartpool::prelude::*;
+///
+/// #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+/// enum Ch { Urgent, Background }
+///
+/// struct App { urgent: VecDequeChannel, background: VecDequeChannel }
+///
+/// impl PoolBehavior for App {
+///     type ChannelKey = Ch;
+///     fn config(&self) -> PoolConfig<Ch> {
+///         PoolConfig {
+///             threads: 2,
+///             schedule: ScheduleAlgorithm::HighestFirst,
+///             levels: vec![
+///                 vec![ChannelParams { key: Ch::Urgent, complete_on_close: true }],
+///                 vec![ChannelParams { key: Ch::Background, complete_on_close: false }],
+///             ],
+///         }
+///     }
+///     fn channel(&self, key: Ch) -> &dyn Channel {
+///         match key { Ch::Urgent => &self.urgent, Ch::Background => &self.background }
+///     }
+/// }
+///
+/// let owned = OwnedPool::new(App { urgent: VecDequeChannel::new(), background: VecDequeChannel::new() })?;
+/// let answer = owned.pool.urgent.exec(run(|| 6 * 7));
+/// assert_eq!(futures::executor::block_on(answer)?, 42);
+/// futures::executor::block_on(owned.close());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait PoolBehavior: Send + Sync + Sized + 'static {
+    /// Names a channel: usually a fieldless enum.
+    type ChannelKey: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static;
+
+    /// The pool's shape. Asked once, by [`OwnedPool::new`](crate::OwnedPool::new),
+    /// which validates it.
+    fn config(&self) -> PoolConfig<Self::ChannelKey>;
+
+    /// The channel a key names. Each key of the config must name a distinct
+    /// channel.
+    fn channel(&self, key: Self::ChannelKey) -> &dyn Channel;
+
+    /// Where a future taken from channel `from` goes once it is woken after
+    /// returning `Pending`: submit `task` to a channel. The default sends it
+    /// back to `from`. Sending it to a higher level makes the pool finish
+    /// what it started before starting more. Dropping `task` cancels it.
+    fn followup(&self, from: Self::ChannelKey, task: RunningTask) {
+        self.channel(from).submit(task);
+    }
+}
+
+/// The shape of a pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig<K> {
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// How workers choose a level.
+    pub schedule: ScheduleAlgorithm,
+    /// Groups of channels, highest priority first. Each level holds at least
+    /// one channel, and each key appears once.
+    pub levels: Vec<Vec<ChannelParams<K>>>,
+}
+
+/// One channel's place in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelParams<K> {
+    /// The channel.
+    pub key: K,
+    /// Whether [`OwnedPool::close`](crate::OwnedPool::close) runs this
+    /// channel's tasks to completion (queued, running and parked ones), or
+    /// drops the queued and parked ones.
+    pub complete_on_close: bool,
+}
+
+/// How a worker chooses the level to take its next task from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleAlgorithm {
+    /// Always the highest level that holds a task at the moment of choice.
+    HighestFirst,
+    /// Each worker serves the levels in turn, for the given time slice each
+    /// (one per level, in level order), skipping empty levels: every level
+    /// gets its share even under a flood of higher-level work.
+    RoundRobin(Vec<Duration>),
+}
+
+/// Why a config was refused, or the pool could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `levels` is empty.
+    NoLevels,
+    /// Level `level` (0 is the highest) holds no channel.
+    EmptyLevel {
+        /// The level's index.
+        level: usize,
+    },
+    /// A key appears more than once.
+    DuplicateKey {
+        /// The key, formatted with `Debug`.
+        key: String,
+    },
+    /// `threads` is 0.
+    NoThreads,
+    /// `threads` exceeds what the sleep counters can track.
+    TooManyThreads {
+        /// The configured count.
+        threads: usize,
+    },
+    /// `RoundRobin` gave a number of time slices other than one per level.
+    SliceCount {
+        /// Levels configured.
+        levels: usize,
+        /// Slices given.
+        slices: usize,
+    },
+    /// A `RoundRobin` time slice is zero.
+    ZeroSlice {
+        /// The level whose slice is zero.
+        level: usize,
+    },
+    /// A channel is already attached to another pool, or two keys name the
+    /// same channel.
+    ChannelAttached {
+        /// The key, formatted with `Debug`.
+        key: String,
+    },
+    /// The operating system refused to start a worker thread.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::NoLevels => write!(f, "invalid pool config: no levels"),
+            ConfigError::EmptyLevel { level } => {
+                write!(f, "invalid pool config: level {level} has no channel")
+            }
+            ConfigError::DuplicateKey { key } => {
+                write!(f, "invalid pool config: channel key {key} appears more than once")
+            }
+            ConfigError::NoThreads => write!(f, "invalid pool config: threads must be at least 1"),
+            ConfigError::TooManyThreads { threads } => write!(
+                f,
+                "invalid pool config: {threads} threads, at most {MAX_WORKERS} are supported"
+            ),
+            ConfigError::SliceCount { levels, slices } => write!(
+                f,
+                "invalid pool config: RoundRobin needs one time slice per level \
+                 ({levels} levels, {slices} slices)"
+            ),
+            ConfigError::ZeroSlice { level } => {
+                write!(f, "invalid pool config: RoundRobin time slice of level {level} is zero")
+            }
+            ConfigError::ChannelAttached { key } => write!(
+                f,
+                "channel {key} is already attached to a pool (or another key names the same channel)"
+            ),
+            ConfigError::Spawn(e) => write!(f, "could not start a worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
+    /// Checks the config; the pool calls this before starting anything.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.threads == 0 {
+            return Err(ConfigError::NoThreads);
+        }
+        if self.threads > MAX_WORKERS {
+            return Err(ConfigError::TooManyThreads {
+                threads: self.threads,
+            });
+        }
+        if self.levels.is_empty() {
+            return Err(ConfigError::NoLevels);
+        }
+        let mut seen = HashSet::new();
+        for (level, channels) in self.levels.iter().enumerate() {
+            if channels.is_empty() {
+                return Err(ConfigError::EmptyLevel { level });
+            }
+            for params in channels {
+                if !seen.insert(params.key) {
+                    return Err(ConfigError::DuplicateKey {
+                        key: format!("{:?}", params.key),
+                    });
+                }
+            }
+        }
+        if let ScheduleAlgorithm::RoundRobin(slices) = &self.schedule {
+            if slices.len() != self.levels.len() {
+                return Err(ConfigError::SliceCount {
+                    levels: self.levels.len(),
+                    slices: slices.len(),
+                });
+            }
+            if let Some(level) = slices.iter().position(Duration::is_zero) {
+                return Err(ConfigError::ZeroSlice { level });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! The entry points that put tasks into channels: `exec` for new work,
+//! `submit` for a task handed back by followup.
+
+use std::fmt;
+use std::future::Future;
+
+use super::Channel;
+use crate::steal::WorkerContext;
+use crate::task::{self, JoinHandle, RunningTask};
+
+/// Runs futures on a channel. Implemented for every [`Channel`].
+pub trait Exec {
+    /// Runs `future` on the pool through this channel and returns a handle to
+    /// its output. For a closure, wrap it: `exec(run(|| ..))`.
+    ///
+    /// If the pool is closing or closed, the future is dropped and the handle
+    /// resolves to a cancellation [`JoinError`](crate::JoinError); use
+    /// [`Exec::try_exec`] to get the future back instead.
+    fn exec<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+
+    /// Like [`Exec::exec`], but gives the future back if the pool no longer
+    /// accepts tasks (or the channel was never attached to a pool).
+    ///
+    /// A task accepted in the instant the pool finishes closing is cancelled
+    /// rather than returned: its handle tells.
+    fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+}
+
+impl<C: Channel + ?Sized> Exec for C {
+    fn exec<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.try_exec(future)
+            .unwrap_or_else(|_rejected| JoinHandle::rejected())
+    }
+
+    fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let Some(link) = self.link() else {
+            return Err(Rejected { future, reason: Reason::Unattached });
+        };
+        if !link.is_open() {
+            return Err(Rejected { future, reason: Reason::Closed });
+        }
+        let (task, handle) = task::spawn(future, link.scheduler.clone());
+        submit(self, task);
+        Ok(handle)
+    }
+}
+
+/// Queues a task handed over by followup. Implemented for every [`Channel`].
+pub trait Submit {
+    /// Queues `task` on this channel. Called from a behavior's `followup`.
+    /// After the pool closed, or on a channel of no pool, the task is
+    /// dropped, which cancels it.
+    fn submit(&self, task: RunningTask);
+}
+
+impl<C: Channel + ?Sized> Submit for C {
+    fn submit(&self, task: RunningTask) {
+        submit(self, task);
+    }
+}
+
+/// The one path by which tasks enter a channel.
+fn submit<C: Channel + ?Sized>(channel: &C, task: RunningTask) {
+    let Some(link) = channel.link() else {
+        log::warn!("smartpool: task submitted to a channel of no pool; dropped");
+        return;
+    };
+    let shared = &link.shared;
+    shared.account(&task, link.index);
+    channel.push(task, link);
+    // Marks the status bit (ends with the post fence), then wakes a sleeper.
+    shared.pushed(link.index);
+    if shared.close.is_terminated() {
+        // The pool finished closing while we pushed, and its final drain may
+        // have missed our task (see `pool::close`): drain it ourselves.
+        let outside = WorkerContext::outside(shared);
+        while let Some(task) = channel.pop(&outside) {
+            drop(task);
+        }
+    }
+}
+
+/// A future the pool did not accept, given back to the caller.
+pub struct Rejected<F> {
+    future: F,
+    reason: Reason,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Reason {
+    Closed,
+    Unattached,
+}
+
+impl<F> Rejected<F> {
+    /// The future that was not run.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F> fmt::Display for Rejected<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.reason {
+            Reason::Closed => "task rejected: the pool is closing or closed",
+            Reason::Unattached => "task rejected: the channel belongs to no pool",
+        })
+    }
+}
+
+impl<F> fmt::Debug for Rejected<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> std::error::Error for Rejected<F> {}

@@ -1,0 +1,56 @@
+//! Channels: where tasks wait to be run.
+//!
+//! A channel is any `Send + Sync` value implementing [`Channel`]: it stores
+//! [`RunningTask`]s and gives them back when a worker asks. The pool calls
+//! [`Channel::attach`] once, when the [`OwnedPool`](crate::OwnedPool) is
+//! built, handing the channel its [`ChannelLink`]; from then on tasks go in
+//! through [`Exec::exec`] (new work) and [`Submit::submit`] (a woken task,
+//! from a behavior's followup), and out through [`Channel::pop`].
+//!
+//! `exec` and `submit` are blanket extension methods rather than trait
+//! methods a channel could override, because they keep the pool's
+//! invariants: after [`Channel::push`] they mark the channel's status bit and
+//! wake a sleeping worker if needed (see `status` and `sleep`), and they do
+//! the close accounting. A channel only has to store and hand out tasks, and
+//! keep one promise: `pop` returns `None` only if the channel was empty at
+//! some instant during the call.
+//!
+//! The built-ins: [`VecDequeChannel`] (first in, first out, with per-worker
+//! local queues and stealing) and [`MultiChannel`] (several inner channels,
+//! submissions spread round-robin).
+
+mod exec;
+mod fifo;
+mod link;
+mod multi;
+
+pub use exec::{Exec, Rejected, Submit};
+pub use fifo::VecDequeChannel;
+pub use link::{AlreadyAttached, ChannelLink, LinkSlot};
+pub use multi::MultiChannel;
+
+use crate::steal::WorkerContext;
+use crate::task::RunningTask;
+
+/// A source of tasks for the pool. Implement it to add a prioritisation
+/// scheme of your own; use [`WorkQueue`](crate::WorkQueue) inside for a
+/// work-stealing FIFO, or any structure behind a lock.
+pub trait Channel: Send + Sync {
+    /// Connects the channel to a pool; called once by `OwnedPool::new`.
+    /// Keep the link (a [`LinkSlot`] does it) and return it from
+    /// [`Channel::link`]. A channel can belong to one pool only: attaching
+    /// it again must fail.
+    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached>;
+
+    /// The link given to [`Channel::attach`], or `None` before that.
+    fn link(&self) -> Option<&ChannelLink>;
+
+    /// Stores a task. Called by `exec` and `submit`, which notify the pool
+    /// afterwards; do not call it directly.
+    fn push(&self, task: RunningTask, link: &ChannelLink);
+
+    /// Takes the next task to run, on behalf of `worker`. Must return `None`
+    /// only if the channel was empty at some instant during the call (never
+    /// because of a transient conflict: retry those).
+    fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask>;
+}

@@ -1,0 +1,65 @@
+//! A channel made of several inner channels.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{AlreadyAttached, Channel, ChannelLink, LinkSlot};
+use crate::steal::WorkerContext;
+use crate::task::RunningTask;
+
+/// Several inner channels behind one key: submissions go to them in turn
+/// (round-robin), and a worker looks into all of them, starting from a
+/// rotating position. Sharding spreads the contention of a busy channel; it
+/// also lets a channel type that serialises (a deadline heap behind a lock,
+/// say) scale. The inner channels share the outer channel's status bit.
+#[derive(Debug)]
+pub struct MultiChannel<C> {
+    inner: Box<[C]>,
+    next_push: AtomicUsize,
+    next_pop: AtomicUsize,
+    link: LinkSlot,
+}
+
+impl<C: Channel> MultiChannel<C> {
+    /// `shards` inner channels made by `make` (at least one).
+    pub fn new(shards: usize, make: impl FnMut() -> C) -> MultiChannel<C> {
+        MultiChannel {
+            inner: std::iter::repeat_with(make).take(shards.max(1)).collect(),
+            next_push: AtomicUsize::new(0),
+            next_pop: AtomicUsize::new(0),
+            link: LinkSlot::new(),
+        }
+    }
+
+    /// The inner channels.
+    pub fn shards(&self) -> &[C] {
+        &self.inner
+    }
+}
+
+impl<C: Channel> Channel for MultiChannel<C> {
+    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
+        for inner in self.inner.iter() {
+            inner.attach(link.clone())?;
+        }
+        self.link.set(link)
+    }
+
+    fn link(&self) -> Option<&ChannelLink> {
+        self.link.get()
+    }
+
+    fn push(&self, task: RunningTask, link: &ChannelLink) {
+        let i = self.next_push.fetch_add(1, Ordering::Relaxed) % self.inner.len();
+        self.inner[i].push(task, link);
+    }
+
+    fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask> {
+        let n = self.inner.len();
+        let start = self.next_pop.fetch_add(1, Ordering::Relaxed) % n;
+        // Each inner pop returns `None` only if that shard was empty at some
+        // instant, so all `None` means the whole was empty at some instant
+        // of each look; a push that lands behind our look is marked by its
+        // own status-bit update, which the caller's clear-and-recheck sees.
+        (0..n).find_map(|k| self.inner[(start + k) % n].pop(worker))
+    }
+}

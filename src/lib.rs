@@ -1,0 +1,120 @@
+//! # smartpool
+//!
+//! A priority-aware, future-aware thread pool. One pool, several **levels**
+//! of **channels**: workers always know where the work is (a status bit per
+//! channel), serve the levels by a **schedule** you choose, steal work from
+//! each other, and sleep (0% CPU) when there is none.
+//!
+//! ## The model
+//!
+//! * A **channel** holds tasks: [`VecDequeChannel`] (first in, first out),
+//!   [`MultiChannel`] (sharded), or your own [`Channel`].
+//! * A **level** groups channels of the same priority; levels are listed
+//!   highest first. [`ScheduleAlgorithm::HighestFirst`] always serves the
+//!   highest level that has work; [`ScheduleAlgorithm::RoundRobin`] gives
+//!   each level a time slice.
+//! * Your [`PoolBehavior`] owns the channels, names them with an enum, and
+//!   says where a woken future goes next (**followup**).
+//! * Each channel is `complete_on_close` or not: [`OwnedPool::close`] runs
+//!   the first kind's tasks to completion, parked ones included, and drops
+//!   the rest.
+//!
+//! ```
+//! use smartpool::prelude::*;
+//!
+//! #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+//! enum Ch { Frame, Assets }
+//!
+//! struct Game { frame: VecDequeChannel, assets: VecDequeChannel }
+//!
+//! impl PoolBehavior for Game {
+//!     type ChannelKey = Ch;
+//!     fn config(&self) -> PoolConfig<Ch> {
+//!         PoolConfig {
+//!             threads: 2,
+//!             schedule: ScheduleAlgorithm::HighestFirst,
+//!             levels: vec![
+//!                 vec![ChannelParams { key: Ch::Frame, complete_on_close: true }],
+//!                 vec![ChannelParams { key: Ch::Assets, complete_on_close: false }],
+//!             ],
+//!         }
+//!     }
+//!     fn channel(&self, key: Ch) -> &dyn Channel {
+//!         match key { Ch::Frame => &self.frame, Ch::Assets => &self.assets }
+//!     }
+//!     // A woken asset-loading future continues at frame priority: finish
+//!     // what was started before starting more.
+//!     fn followup(&self, _from: Ch, task: RunningTask) {
+//!         self.frame.submit(task);
+//!     }
+//! }
+//!
+//! let owned = OwnedPool::new(Game { frame: VecDequeChannel::new(), assets: VecDequeChannel::new() })?;
+//! let pool = owned.pool.clone();
+//!
+//! // Closures run through `run`; futures run as they are.
+//! let physics = pool.frame.exec(run(|| 2 + 2));
+//! let asset = pool.assets.exec(async { "texture.png".len() });
+//!
+//! futures::executor::block_on(async {
+//!     assert_eq!(physics.await.unwrap(), 4);
+//!     assert_eq!(asset.await.unwrap(), 11);
+//! });
+//!
+//! // Graceful shutdown: frame tasks finish, queued asset tasks are dropped.
+//! futures::executor::block_on(owned.close());
+//! assert!(pool.frame.exec(run(|| ())).is_finished(), "refused after close");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Failure modes
+//!
+//! * A bad config is an `Err(`[`ConfigError`]`)` from [`OwnedPool::new`].
+//! * A panicking task is caught; its [`JoinHandle`] yields a [`JoinError`]
+//!   carrying the panic, and the worker goes on.
+//! * A task submitted after close is not run: [`Exec::try_exec`] gives it
+//!   back, [`Exec::exec`]'s handle resolves to a cancellation.
+//!
+//! ## Inside
+//!
+//! Each concurrent part is one module whose documentation states its protocol
+//! and invariant: `status` (the bitfield), `sleep` (rayon's jobs event
+//! counter protocol), `task` (responsibility transfer), `pool::close`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    clippy::undocumented_unsafe_blocks
+)]
+
+mod behavior;
+mod channel;
+mod pool;
+mod run;
+mod schedule;
+mod sleep;
+mod status;
+mod steal;
+mod sync;
+mod task;
+
+pub use behavior::{ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm};
+pub use channel::{
+    AlreadyAttached, Channel, ChannelLink, Exec, LinkSlot, MultiChannel, Rejected, Submit,
+    VecDequeChannel,
+};
+pub use pool::{Close, OwnedPool, Pool};
+pub use run::{run, try_run, Run};
+pub use steal::{WorkQueue, WorkerContext};
+pub use task::{JoinError, JoinHandle, RunningTask};
+
+/// Everything needed to declare a pool and submit work.
+pub mod prelude {
+    pub use crate::{
+        run, try_run, Channel, ChannelParams, Exec, JoinError, JoinHandle, MultiChannel,
+        OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm, Submit,
+        VecDequeChannel,
+    };
+}

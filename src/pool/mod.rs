@@ -1,0 +1,118 @@
+//! The pool: `Pool` (shared, derefs to the behavior), `OwnedPool` (start
+//! and close), the worker loop, and the close protocol.
+
+mod close;
+mod owned;
+mod shared;
+mod worker;
+
+pub use owned::{Close, OwnedPool};
+pub(crate) use shared::Shared;
+
+use std::fmt;
+use std::ops::Deref;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::behavior::PoolBehavior;
+use crate::channel::Channel;
+use crate::schedule::Levels;
+use crate::steal::WorkerContext;
+use crate::task::{RunningTask, Schedule};
+
+/// A running pool, shared as `Arc<Pool<B>>`. Derefs to the behavior, so
+/// `pool.my_channel.exec(..)` reaches a channel field directly.
+pub struct Pool<B: PoolBehavior> {
+    behavior: B,
+    pub(crate) shared: Arc<Shared>,
+    /// Channel index → key (levels flattened, highest first).
+    keys: Box<[B::ChannelKey]>,
+    levels: Levels,
+    threads: usize,
+}
+
+impl<B: PoolBehavior> Pool<B> {
+    /// The number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Whether close has begun: new tasks are refused.
+    pub fn is_closing(&self) -> bool {
+        self.shared.close.is_closing()
+    }
+
+    fn channel_at(&self, index: usize) -> &dyn Channel {
+        self.behavior.channel(self.keys[index])
+    }
+
+    /// Hands a woken task to the behavior's followup. A panicking followup
+    /// is caught (the task it held is dropped, which cancels it).
+    fn followup(&self, task: RunningTask) {
+        let from = self.keys[task.from()];
+        let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
+        if let Err(panic) = result {
+            log::error!(
+                "smartpool: followup from {from:?} panicked: {}; its task is dropped",
+                crate::task::panic_message(&*panic)
+            );
+        }
+    }
+
+    /// Takes a task from channel `index` for `worker`, keeping the status
+    /// bit protocol: clear on empty, then look once more.
+    fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<RunningTask> {
+        let status = &self.shared.status;
+        let bit = self.shared.channels[index].bit;
+        if !status.is_set(bit) {
+            return None;
+        }
+        let channel = self.channel_at(index);
+        if let Some(task) = channel.pop(worker) {
+            return Some(task);
+        }
+        status.clear(bit);
+        let task = channel.pop(worker)?;
+        status.set(bit);
+        Some(task)
+    }
+
+    /// Drops every queued task (the last worker's final drain).
+    fn drain_all(&self) {
+        let outside = WorkerContext::outside(&self.shared);
+        for index in 0..self.keys.len() {
+            let channel = self.channel_at(index);
+            while let Some(task) = channel.pop(&outside) {
+                drop(task);
+            }
+        }
+    }
+}
+
+impl<B: PoolBehavior> Schedule for Pool<B> {
+    fn reschedule(&self, task: RunningTask) {
+        self.followup(task);
+    }
+
+    fn release_counted(&self) {
+        self.shared.release_counted();
+    }
+}
+
+impl<B: PoolBehavior> Deref for Pool<B> {
+    type Target = B;
+
+    fn deref(&self) -> &B {
+        &self.behavior
+    }
+}
+
+impl<B: PoolBehavior> fmt::Debug for Pool<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("threads", &self.threads)
+            .field("channels", &self.keys)
+            .field("closing", &self.is_closing())
+            .finish_non_exhaustive()
+    }
+}

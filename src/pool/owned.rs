@@ -1,0 +1,198 @@
+//! `OwnedPool`: starts a pool and closes it.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::thread;
+
+use super::close::CloseState;
+use super::shared::{ChannelInfo, Shared};
+use super::{worker, Pool};
+use crate::behavior::{ConfigError, PoolBehavior};
+use crate::channel::ChannelLink;
+use crate::schedule::Levels;
+use crate::sleep::Sleep;
+use crate::status::{Bit, Status};
+use crate::steal::{self, WorkerLocal};
+use crate::task::Schedule;
+
+static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Ownership of a pool: the one value that can close it.
+///
+/// Share `pool` (an `Arc<Pool<B>>`, which derefs to your behavior) to
+/// submit work. Call [`OwnedPool::close`] to shut down gracefully.
+///
+/// **Dropping an `OwnedPool` without calling `close` closes the pool the
+/// same way and blocks the dropping thread until that is done**, as dropping
+/// a tokio runtime does. (If the drop happens on one of the pool's own
+/// worker threads, it cannot wait for itself: it starts the close and
+/// returns.)
+pub struct OwnedPool<B: PoolBehavior> {
+    /// The shared handle to the pool.
+    pub pool: Arc<Pool<B>>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl<B: PoolBehavior> OwnedPool<B> {
+    /// Validates `behavior.config()`, attaches the channels and starts the
+    /// worker threads. Fails on an invalid config (see [`ConfigError`]), a
+    /// channel that already belongs to a pool, or a thread that could not
+    /// be started; never panics on bad input.
+    pub fn new(behavior: B) -> Result<OwnedPool<B>, ConfigError> {
+        let config = behavior.config();
+        config.validate()?;
+        let threads = config.threads;
+        let mut keys = Vec::new();
+        let mut channels = Vec::new();
+        let mut levels = Vec::new();
+        for level in &config.levels {
+            let mut indices = Vec::new();
+            for params in level {
+                indices.push(keys.len());
+                channels.push(ChannelInfo {
+                    bit: Bit::new(keys.len()),
+                    complete_on_close: params.complete_on_close,
+                });
+                keys.push(params.key);
+            }
+            levels.push(indices);
+        }
+        let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
+        let (locals, stealers): (Vec<_>, Vec<_>) = (0..threads)
+            .map(|index| {
+                let (local, stealers) = WorkerLocal::new(id, index, keys.len());
+                (local, stealers.into_boxed_slice())
+            })
+            .unzip();
+        let shared = Arc::new(Shared {
+            id,
+            status: Status::new(keys.len()),
+            sleep: Sleep::new(threads),
+            close: CloseState::new(threads),
+            channels: channels.into(),
+            stealers: stealers.into(),
+        });
+        let pool = Arc::new(Pool {
+            behavior,
+            shared: shared.clone(),
+            keys: keys.into(),
+            levels: Levels::new(levels, &config.schedule),
+            threads,
+        });
+        let scheduler: Weak<dyn Schedule> = Arc::downgrade(&pool) as Weak<dyn Schedule>;
+        for (index, &key) in pool.keys.iter().enumerate() {
+            let link = ChannelLink {
+                shared: shared.clone(),
+                scheduler: scheduler.clone(),
+                index,
+            };
+            if pool.behavior.channel(key).attach(link).is_err() {
+                return Err(ConfigError::ChannelAttached {
+                    key: format!("{key:?}"),
+                });
+            }
+        }
+        let mut handles = Vec::with_capacity(threads);
+        for local in locals {
+            let pool = pool.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("smartpool-worker-{}", local.index))
+                .spawn(move || worker::run(pool, local));
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    shared.close.abort();
+                    shared.sleep.wake_all();
+                    for handle in handles {
+                        let _ = handle.join();
+                    }
+                    return Err(ConfigError::Spawn(e));
+                }
+            }
+        }
+        Ok(OwnedPool {
+            pool,
+            threads: handles,
+        })
+    }
+
+    /// Closes the pool. From this call on, new tasks are refused (`exec`
+    /// returns a handle that resolves to a cancellation, `try_exec` gives the
+    /// future back). The returned future resolves once every task of the
+    /// `complete_on_close` channels has completed, queued, running or parked
+    /// (a parked one is run when it is woken), every other queued task has
+    /// been dropped, and every worker thread has exited.
+    ///
+    /// Closing happens whether or not the future is awaited; dropping it
+    /// just stops waiting. Tasks of other channels that are parked when the
+    /// pool terminates are dropped when next woken (their wakers keep them).
+    /// Do not block on it from inside one of the pool's tasks: the pool
+    /// would wait for that task, and the task for the pool.
+    pub fn close(mut self) -> Close {
+        self.pool.shared.begin_close();
+        Close {
+            shared: self.pool.shared.clone(),
+            threads: std::mem::take(&mut self.threads),
+        }
+    }
+}
+
+impl<B: PoolBehavior> Drop for OwnedPool<B> {
+    fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return; // closed already
+        }
+        self.pool.shared.begin_close();
+        let close = Close {
+            shared: self.pool.shared.clone(),
+            threads: std::mem::take(&mut self.threads),
+        };
+        if steal::is_worker_of(self.pool.shared.id) {
+            log::warn!("smartpool: OwnedPool dropped on its own worker thread; closing without waiting");
+            return;
+        }
+        futures::executor::block_on(close);
+    }
+}
+
+impl<B: PoolBehavior> fmt::Debug for OwnedPool<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedPool").field("pool", &self.pool).finish()
+    }
+}
+
+/// The future returned by [`OwnedPool::close`]: resolves when the pool has
+/// closed (see there).
+#[must_use = "close proceeds anyway; await this to know when it is done"]
+pub struct Close {
+    shared: Arc<Shared>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Future for Close {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.shared.close.poll_finished(cx.waker()) {
+            return Poll::Pending;
+        }
+        // Every worker has left its loop; joining only waits for the last
+        // one to return from the function that signalled us.
+        for handle in self.threads.drain(..) {
+            let _ = handle.join();
+        }
+        Poll::Ready(())
+    }
+}
+
+impl fmt::Debug for Close {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Close")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}

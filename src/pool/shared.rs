@@ -1,0 +1,69 @@
+//! The part of a pool that channels, tasks and workers share, independent of
+//! the behavior's type.
+
+use std::fmt;
+
+use crossbeam_deque::Stealer;
+
+use super::close::CloseState;
+use crate::sleep::Sleep;
+use crate::status::{Bit, Status};
+use crate::task::RunningTask;
+
+/// What the pool knows of each channel.
+#[derive(Debug)]
+pub(crate) struct ChannelInfo {
+    pub(crate) bit: Bit,
+    pub(crate) complete_on_close: bool,
+}
+
+pub(crate) struct Shared {
+    /// Tells this pool's worker threads apart from others'.
+    pub(crate) id: usize,
+    pub(crate) status: Status,
+    pub(crate) sleep: Sleep,
+    pub(crate) close: CloseState,
+    pub(crate) channels: Box<[ChannelInfo]>,
+    /// `[worker][channel]`: steals from each worker's local deques.
+    pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
+}
+
+impl Shared {
+    /// Close accounting for `task` entering channel `index`.
+    pub(crate) fn account(&self, task: &RunningTask, index: usize) {
+        let counted = self.channels[index].complete_on_close;
+        match (task.swap_counted(counted), counted) {
+            (false, true) => self.close.count(),
+            (true, false) => self.release_counted(),
+            _ => {}
+        }
+    }
+
+    /// A task was stored in channel `index`: mark its bit (the post fence),
+    /// then let the sleep protocol wake a worker if none will find it.
+    pub(crate) fn pushed(&self, index: usize) {
+        self.status.mark(self.channels[index].bit);
+        self.sleep.new_jobs(1);
+    }
+
+    pub(crate) fn release_counted(&self) {
+        if self.close.release() {
+            self.sleep.wake_all();
+        }
+    }
+
+    pub(crate) fn begin_close(&self) {
+        if self.close.begin() {
+            self.sleep.wake_all();
+        }
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("id", &self.id)
+            .field("close", &self.close)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,115 @@
+//! Which level a worker serves next: `HighestFirst` and `RoundRobin`.
+//!
+//! The schedule only orders levels; `pool::worker` looks into a level's
+//! channels. Per-worker state (the round-robin position and, within each
+//! level, which channel to look at first) lives in a [`Cursor`] owned by
+//! the worker, so choosing a level writes nothing shared.
+//!
+//! Invariant (HighestFirst): a worker looks at level `l` only after it found
+//! every level above `l` without a set status bit, or found their channels
+//! empty, in this same search; so it never starts a lower-level task while a
+//! higher level's bit was set at the moment it looked.
+
+use std::time::{Duration, Instant};
+
+use crate::behavior::ScheduleAlgorithm;
+use crate::status::{Bit, Status};
+
+/// One level: its channels (indices) and their status bits.
+#[derive(Debug)]
+pub(crate) struct Level {
+    pub(crate) channels: Box<[usize]>,
+    bits: Box<[Bit]>,
+}
+
+#[derive(Debug)]
+enum Policy {
+    HighestFirst,
+    RoundRobin(Box<[Duration]>),
+}
+
+/// The levels and the policy of a pool.
+#[derive(Debug)]
+pub(crate) struct Levels {
+    levels: Box<[Level]>,
+    policy: Policy,
+}
+
+/// A worker's position in the schedule.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    level: usize,
+    since: Instant,
+    /// Per level: the channel to look at first next time.
+    rotation: Box<[usize]>,
+}
+
+impl Levels {
+    /// `levels` are channel indices, highest level first.
+    pub(crate) fn new(levels: Vec<Vec<usize>>, algorithm: &ScheduleAlgorithm) -> Levels {
+        Levels {
+            levels: levels
+                .into_iter()
+                .map(|channels| Level {
+                    bits: channels.iter().map(|&c| Bit::new(c)).collect(),
+                    channels: channels.into(),
+                })
+                .collect(),
+            policy: match algorithm {
+                ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
+                ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
+            },
+        }
+    }
+
+    pub(crate) fn cursor(&self) -> Cursor {
+        Cursor {
+            level: 0,
+            since: Instant::now(),
+            rotation: vec![0; self.levels.len()].into(),
+        }
+    }
+
+    /// Offers levels in the policy's order to `take`, which looks into the
+    /// given channels (in rotated order) and returns a task if it found one.
+    pub(crate) fn find<T>(
+        &self,
+        status: &Status,
+        cursor: &mut Cursor,
+        mut take: impl FnMut(usize) -> Option<T>,
+    ) -> Option<T> {
+        let count = self.levels.len();
+        let mut try_level = |level: usize, cursor: &mut Cursor| -> Option<T> {
+            let Level { channels, bits } = &self.levels[level];
+            if !status.any_of(bits) {
+                return None;
+            }
+            let n = channels.len();
+            let start = cursor.rotation[level];
+            cursor.rotation[level] = (start + 1) % n;
+            (0..n).find_map(|k| take(channels[(start + k) % n]))
+        };
+        match &self.policy {
+            Policy::HighestFirst => (0..count).find_map(|level| try_level(level, cursor)),
+            Policy::RoundRobin(slices) => {
+                let now = Instant::now();
+                if now.duration_since(cursor.since) >= slices[cursor.level] {
+                    cursor.level = (cursor.level + 1) % count;
+                    cursor.since = now;
+                }
+                for k in 0..count {
+                    let level = (cursor.level + k) % count;
+                    if let Some(task) = try_level(level, cursor) {
+                        if k != 0 {
+                            // The current level was empty: its slice ends.
+                            cursor.level = level;
+                            cursor.since = now;
+                        }
+                        return Some(task);
+                    }
+                }
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The packed counters of the sleep protocol, in one `AtomicU64`:
+//!
+//! | bits   | counter                                  |
+//! |--------|------------------------------------------|
+//! | 0..16  | sleeping workers                         |
+//! | 16..32 | inactive workers (idle or sleeping)      |
+//! | 32..64 | jobs event counter (JEC)                 |
+//!
+//! Idle-but-awake workers are `inactive - sleeping`. Keeping the two thread
+//! counts this way lets each transition be a single add or subtract.
+
+use crate::sync::{AtomicU64, Ordering};
+
+const SLEEPING_SHIFT: u32 = 0;
+const INACTIVE_SHIFT: u32 = 16;
+const JEC_SHIFT: u32 = 32;
+const THREAD_MASK: u64 = 0xFFFF;
+const ONE_SLEEPING: u64 = 1 << SLEEPING_SHIFT;
+const ONE_INACTIVE: u64 = 1 << INACTIVE_SHIFT;
+const ONE_JEC: u64 = 1 << JEC_SHIFT;
+
+/// Most workers the counters can track.
+pub(crate) const MAX_WORKERS: usize = THREAD_MASK as usize;
+
+/// A value of the jobs event counter. Even: some worker got sleepy and no job
+/// was posted since. Odd: a job was posted since the last worker got sleepy.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct JobsEvent(u32);
+
+impl JobsEvent {
+    pub(crate) fn is_sleepy(self) -> bool {
+        self.0 % 2 == 0
+    }
+}
+
+/// A snapshot of the counters.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Counters(u64);
+
+impl Counters {
+    pub(crate) fn sleeping(self) -> usize {
+        ((self.0 >> SLEEPING_SHIFT) & THREAD_MASK) as usize
+    }
+
+    pub(crate) fn inactive(self) -> usize {
+        ((self.0 >> INACTIVE_SHIFT) & THREAD_MASK) as usize
+    }
+
+    /// Workers searching for work, not asleep.
+    pub(crate) fn awake_idle(self) -> usize {
+        self.inactive() - self.sleeping()
+    }
+
+    pub(crate) fn jobs_event(self) -> JobsEvent {
+        JobsEvent((self.0 >> JEC_SHIFT) as u32)
+    }
+}
+
+/// The atomic word.
+#[derive(Debug)]
+pub(crate) struct AtomicCounters(AtomicU64);
+
+impl AtomicCounters {
+    pub(crate) fn new() -> AtomicCounters {
+        AtomicCounters(AtomicU64::new(0))
+    }
+
+    pub(crate) fn load(&self) -> Counters {
+        Counters(self.0.load(Ordering::SeqCst))
+    }
+
+    /// A worker ran out of work and starts searching.
+    pub(crate) fn add_inactive(&self) {
+        self.0.fetch_add(ONE_INACTIVE, Ordering::SeqCst);
+    }
+
+    /// A searching worker found work. Returns the counters after the change.
+    pub(crate) fn sub_inactive(&self) -> Counters {
+        Counters(self.0.fetch_sub(ONE_INACTIVE, Ordering::SeqCst) - ONE_INACTIVE)
+    }
+
+    /// A waker took a sleeper off the count (the waker decrements, not the
+    /// sleeper, so that posters see the change at once).
+    pub(crate) fn sub_sleeping(&self) {
+        self.0.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
+    }
+
+    /// Marks that a job was posted: an even JEC becomes odd. Returns the
+    /// counters as they are after the call.
+    pub(crate) fn announce_job(&self) -> Counters {
+        let mut old = self.load();
+        loop {
+            if !old.jobs_event().is_sleepy() {
+                return old;
+            }
+            let new = Counters(old.0.wrapping_add(ONE_JEC));
+            match self
+                .0
+                .compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return new,
+                Err(actual) => old = Counters(actual),
+            }
+        }
+    }
+
+    /// A worker gets sleepy: an odd JEC becomes even. Returns the value the
+    /// worker must find unchanged when it falls asleep.
+    pub(crate) fn get_sleepy(&self) -> JobsEvent {
+        let mut old = self.load();
+        loop {
+            if old.jobs_event().is_sleepy() {
+                return old.jobs_event();
+            }
+            let new = Counters(old.0.wrapping_add(ONE_JEC));
+            match self
+                .0
+                .compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return new.jobs_event(),
+                Err(actual) => old = Counters(actual),
+            }
+        }
+    }
+
+    /// Adds one sleeper if the JEC still equals `sleepy`. `false` means a job
+    /// was posted since the worker got sleepy.
+    pub(crate) fn try_add_sleeping(&self, sleepy: JobsEvent) -> bool {
+        let mut old = self.load();
+        loop {
+            if old.jobs_event() != sleepy {
+                return false;
+            }
+            let new = old.0 + ONE_SLEEPING;
+            match self
+                .0
+                .compare_exchange_weak(old.0, new, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(actual) => old = Counters(actual),
+            }
+        }
+    }
+}

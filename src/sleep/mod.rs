@@ -1,0 +1,226 @@
+//! When workers sleep and who wakes them: the jobs-event-counter protocol.
+//!
+//! # States of a worker
+//!
+//! * **active**: running a task;
+//! * **idle**: searching the channels for a task, spinning through rounds;
+//! * **sleepy**: idle, and has announced through the jobs event counter (JEC)
+//!   that it is about to sleep; it searches once more;
+//! * **sleeping**: blocked on its own condition variable.
+//!
+//! The counters (see `counters`) pack the number of inactive (idle or
+//! sleeping) workers, the number of sleeping ones, and the JEC in one word.
+//!
+//! # Posting work (`Sleep::new_jobs`)
+//!
+//! After the task is stored and its status bit marked (`Status::mark`, which
+//! ends with a SeqCst fence, the *post fence*):
+//! 1. read the counters, making an even (sleepy) JEC odd;
+//! 2. if `n` new jobs exceed the awake idle workers, who will find them
+//!    anyway, wake `min(n - idle, sleeping)` sleepers, one condvar each.
+//!
+//! Never all: one job wakes at most one thread (the herd of the old
+//! `tickle`, which woke every sleeper per job, is what this replaces).
+//!
+//! # Falling asleep (`Sleep::no_work_found`)
+//!
+//! 1. After `ROUNDS_UNTIL_SLEEPY` empty rounds the worker gets sleepy: it makes
+//!    the JEC even and remembers it, then searches once more.
+//! 2. Still nothing: under its own lock, it adds itself to the sleeping count
+//!    only if the JEC is unchanged (else a job came: back to step 1's search).
+//! 3. `fence(SeqCst)`, the *sleep fence*.
+//! 4. Final check: any status bit set, or the pool terminating? Then it takes
+//!    itself off the sleeping count and searches again.
+//! 5. It marks itself blocked and waits on its condvar until a waker clears
+//!    the mark (the waker also decrements the sleeping count).
+//!
+//! # Why no wake-up is lost
+//!
+//! The lost wake-up is: worker S finds nothing, poster P stores a job and
+//! sees no sleeper, S sleeps. The JEC catches it unless the counter wrapped
+//! around to the same value; the final check catches it always. P stores the
+//! task and marks the bit, then the post fence, then reads the sleeper count.
+//! S increments the sleeper count, then the sleep fence, then reads the bits.
+//! If the post fence is first in the SeqCst order, S's read sees the bit; if
+//! the sleep fence is first, P's read sees S among the sleepers and wakes it.
+//! A waker clears S's mark under S's lock, and S checks the mark under that
+//! lock before waiting, so a wake between steps 4 and 5 is not missed either.
+//! The bits stand for every channel, so this holds for work posted from
+//! inside the pool as well as from outside (rayon needs the check only for
+//! its injector; we generalise it at no extra cost).
+//!
+//! Termination uses the same lock: the closer stores the `TERMINATED` phase
+//! and then visits every worker's lock, so a worker either sees the phase in
+//! step 4 or is already blocked and gets woken.
+
+mod counters;
+
+pub(crate) use counters::MAX_WORKERS;
+use counters::{AtomicCounters, JobsEvent};
+
+use crate::sync::{fence, lock, yield_now, Condvar, Mutex, Ordering};
+
+/// Empty search rounds before a worker gets sleepy. Each round yields the
+/// processor once; spinning a little first keeps a burst of jobs from paying
+/// a condvar round trip each (marl spins the same way).
+#[cfg(not(loom))]
+const ROUNDS_UNTIL_SLEEPY: u32 = 32;
+/// Under loom every round is a scheduling point; one keeps the model small
+/// without changing the protocol.
+#[cfg(loom)]
+const ROUNDS_UNTIL_SLEEPY: u32 = 1;
+
+/// One worker's parking slot.
+#[derive(Debug)]
+struct Slot {
+    /// `true` while the worker waits on `condvar`; cleared by its waker.
+    blocked: Mutex<bool>,
+    condvar: Condvar,
+}
+
+/// The sleep state of a whole pool.
+#[derive(Debug)]
+pub(crate) struct Sleep {
+    counters: AtomicCounters,
+    slots: Box<[Slot]>,
+}
+
+/// Evidence that a worker is idle: exists from `start_looking` until
+/// `work_found`, and carries the worker's progress towards sleep.
+#[derive(Debug)]
+pub(crate) struct IdleState {
+    worker: usize,
+    rounds: u32,
+    sleepy: Option<JobsEvent>,
+}
+
+impl Sleep {
+    pub(crate) fn new(workers: usize) -> Sleep {
+        assert!(workers <= MAX_WORKERS, "config validation bounds workers");
+        Sleep {
+            counters: AtomicCounters::new(),
+            slots: (0..workers)
+                .map(|_| Slot {
+                    blocked: Mutex::new(false),
+                    condvar: Condvar::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The worker found no task and starts searching.
+    pub(crate) fn start_looking(&self, worker: usize) -> IdleState {
+        self.counters.add_inactive();
+        IdleState {
+            worker,
+            rounds: 0,
+            sleepy: None,
+        }
+    }
+
+    /// The idle worker found a task. `more_work` says whether the status bits
+    /// still show work after it took its task: if so, and it was the last
+    /// awake idle worker, it passes the search on to one sleeper, since jobs
+    /// posted while it was idle counted on it alone.
+    pub(crate) fn work_found(&self, idle: IdleState, more_work: bool) {
+        let _ = idle;
+        let after = self.counters.sub_inactive();
+        if more_work && after.awake_idle() == 0 && after.sleeping() > 0 {
+            self.wake_any(1);
+        }
+    }
+
+    /// One empty search round. May block until woken. `final_check` is the
+    /// last look before blocking: it must return `true` if any status bit is
+    /// set or the pool is terminating.
+    pub(crate) fn no_work_found(&self, idle: &mut IdleState, final_check: impl Fn() -> bool) {
+        if idle.rounds < ROUNDS_UNTIL_SLEEPY {
+            idle.rounds += 1;
+            yield_now();
+        } else if idle.sleepy.is_none() {
+            idle.sleepy = Some(self.counters.get_sleepy());
+            yield_now();
+        } else {
+            self.sleep(idle, final_check);
+        }
+    }
+
+    fn sleep(&self, idle: &mut IdleState, final_check: impl Fn() -> bool) {
+        let sleepy = idle.sleepy.take().expect("only sleepy workers sleep");
+        let slot = &self.slots[idle.worker];
+        let mut blocked = lock(&slot.blocked);
+        if !self.counters.try_add_sleeping(sleepy) {
+            // A job was posted since we got sleepy: search once more, then
+            // get sleepy again.
+            idle.rounds = ROUNDS_UNTIL_SLEEPY;
+            return;
+        }
+        // Sleep fence: pairs with the post fence at the end of
+        // `Status::mark`, which every poster runs before `new_jobs`.
+        fence(Ordering::SeqCst);
+        if final_check() {
+            // Nobody can have woken us: wakers only act on `blocked == true`.
+            self.counters.sub_sleeping();
+            idle.rounds = ROUNDS_UNTIL_SLEEPY;
+            return;
+        }
+        *blocked = true;
+        while *blocked {
+            blocked = slot
+                .condvar
+                .wait(blocked)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        // Our waker took us off the sleeping count. Search afresh.
+        idle.rounds = 0;
+    }
+
+    /// `n` jobs were posted (their bits already marked, see the module doc).
+    /// Returns how many sleepers it woke.
+    pub(crate) fn new_jobs(&self, n: usize) -> usize {
+        let counters = self.counters.announce_job();
+        let sleeping = counters.sleeping();
+        if sleeping == 0 {
+            return 0;
+        }
+        let to_wake = n.saturating_sub(counters.awake_idle()).min(sleeping);
+        self.wake_any(to_wake)
+    }
+
+    /// Wakes up to `n` sleeping workers; returns how many it woke.
+    fn wake_any(&self, n: usize) -> usize {
+        let mut woken = 0;
+        for worker in 0..self.slots.len() {
+            if woken == n {
+                break;
+            }
+            if self.wake(worker) {
+                woken += 1;
+            }
+        }
+        woken
+    }
+
+    /// Wakes every sleeper: used once the pool terminates.
+    pub(crate) fn wake_all(&self) {
+        for worker in 0..self.slots.len() {
+            self.wake(worker);
+        }
+    }
+
+    fn wake(&self, worker: usize) -> bool {
+        let slot = &self.slots[worker];
+        let mut blocked = lock(&slot.blocked);
+        if !*blocked {
+            return false;
+        }
+        *blocked = false;
+        self.counters.sub_sleeping();
+        slot.condvar.notify_one();
+        true
+    }
+
+}
+
+#[cfg(all(test, loom))]
+mod loom_model;

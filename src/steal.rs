@@ -1,0 +1,226 @@
+//! Work stealing: per-worker local queues, a shared injector, and stealing
+//! between workers, for channels that want them.
+//!
+//! Every channel index has one local FIFO deque per worker, owned by that
+//! worker's thread (crossbeam `Worker`), and a row of `Stealer`s in the pool
+//! that any thread may use. A [`WorkQueue`] is a channel's shared injector
+//! plus the rules for using these: a task submitted on a worker thread of the
+//! same pool goes to that worker's local deque (no shared write, and it is
+//! likely hot in that core's cache); from anywhere else it goes to the
+//! injector. A worker pops its own deque first, then takes a batch from the
+//! injector, then steals a batch from the other workers, starting with its
+//! right-hand neighbour so that thieves spread out.
+//!
+//! Invariant: [`WorkQueue::pop`] returns `None` only if, at some instant
+//! during the call, every deque and the injector was empty; crossbeam's
+//! transient `Retry` makes it go round again. Together with the status-bit
+//! protocol this means a task pushed anywhere is found by some awake worker.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use crate::channel::ChannelLink;
+use crate::pool::Shared;
+use crate::task::RunningTask;
+
+/// The deques a worker thread owns, one per channel index.
+pub(crate) struct WorkerLocal {
+    pub(crate) pool_id: usize,
+    pub(crate) index: usize,
+    deques: Box<[Worker<RunningTask>]>,
+}
+
+impl WorkerLocal {
+    /// Creates a worker's deques and returns the matching stealers.
+    pub(crate) fn new(
+        pool_id: usize,
+        index: usize,
+        channels: usize,
+    ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
+        let deques: Box<[Worker<RunningTask>]> =
+            (0..channels).map(|_| Worker::new_fifo()).collect();
+        let stealers = deques.iter().map(Worker::stealer).collect();
+        (
+            WorkerLocal {
+                pool_id,
+                index,
+                deques,
+            },
+            stealers,
+        )
+    }
+
+    /// Pops every local deque empty (at exit), dropping what it finds.
+    pub(crate) fn drain(&self) {
+        for deque in self.deques.iter() {
+            while let Some(task) = deque.pop() {
+                drop(task);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The worker whose thread this is, if it is one.
+    static CURRENT: RefCell<Option<Rc<WorkerLocal>>> = const { RefCell::new(None) };
+}
+
+/// Marks this thread as `local`'s worker until the guard drops.
+pub(crate) fn enter(local: Rc<WorkerLocal>) -> impl Drop {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|c| c.borrow_mut().take());
+        }
+    }
+    CURRENT.with(|c| *c.borrow_mut() = Some(local));
+    Exit
+}
+
+/// Whether the calling thread is a worker of the pool `pool_id`.
+pub(crate) fn is_worker_of(pool_id: usize) -> bool {
+    CURRENT
+        .try_with(|c| c.borrow().as_ref().is_some_and(|l| l.pool_id == pool_id))
+        .unwrap_or(false)
+}
+
+pub(crate) fn push_local(
+    shared: &Shared,
+    channel: usize,
+    task: RunningTask,
+) -> Result<(), RunningTask> {
+    let mut task = Some(task);
+    let _ = CURRENT.try_with(|c| {
+        if let Some(local) = c.borrow().as_ref() {
+            if local.pool_id == shared.id {
+                local.deques[channel].push(task.take().expect("pushed once"));
+            }
+        }
+    });
+    match task {
+        None => Ok(()),
+        Some(task) => Err(task),
+    }
+}
+
+/// Who is asking a channel for a task: a worker (with its local deques) or
+/// another thread (draining a closed pool). Passed to [`Channel::pop`]
+/// (crate::Channel::pop).
+pub struct WorkerContext<'a> {
+    shared: &'a Shared,
+    local: Option<&'a WorkerLocal>,
+}
+
+impl<'a> WorkerContext<'a> {
+    pub(crate) fn worker(shared: &'a Shared, local: &'a WorkerLocal) -> WorkerContext<'a> {
+        WorkerContext {
+            shared,
+            local: Some(local),
+        }
+    }
+
+    pub(crate) fn outside(shared: &'a Shared) -> WorkerContext<'a> {
+        WorkerContext {
+            shared,
+            local: None,
+        }
+    }
+
+    /// The index of the asking worker, or `None` if it is not a worker.
+    pub fn worker_index(&self) -> Option<usize> {
+        self.local.map(|l| l.index)
+    }
+}
+
+impl fmt::Debug for WorkerContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerContext")
+            .field("pool", &self.shared.id)
+            .field("worker", &self.worker_index())
+            .finish()
+    }
+}
+
+/// A work-stealing FIFO: the building block of [`VecDequeChannel`]
+/// (crate::VecDequeChannel), usable in channels of your own.
+pub struct WorkQueue {
+    injector: Injector<RunningTask>,
+}
+
+impl WorkQueue {
+    /// An empty queue.
+    pub fn new() -> WorkQueue {
+        WorkQueue {
+            injector: Injector::new(),
+        }
+    }
+
+    /// Stores `task`: on the calling worker's local deque if the caller is a
+    /// worker of `link`'s pool, else on the shared injector.
+    pub fn push(&self, task: RunningTask, link: &ChannelLink) {
+        if let Err(task) = link.push_local(task) {
+            self.injector.push(task);
+        }
+    }
+
+    /// Takes a task: local deque, then injector, then the other workers'
+    /// deques. `None` only if all were empty at one instant of the call.
+    pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
+        let channel = link.index;
+        let local = worker.local.map(|l| &l.deques[channel]);
+        if let Some(task) = local.and_then(Worker::pop) {
+            return Some(task);
+        }
+        let stealers = &worker.shared.stealers;
+        let workers = stealers.len();
+        let me = worker.local.map_or(0, |l| l.index);
+        loop {
+            let mut retry = false;
+            let from_injector = match local {
+                Some(local) => self.injector.steal_batch_and_pop(local),
+                None => self.injector.steal(),
+            };
+            match from_injector {
+                Steal::Success(task) => return Some(task),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            for k in 1..=workers {
+                let victim = (me + k) % workers;
+                if Some(victim) == worker.local.map(|l| l.index) {
+                    continue;
+                }
+                let stealer = &stealers[victim][channel];
+                let stolen = match local {
+                    Some(local) => stealer.steal_batch_and_pop(local),
+                    None => stealer.steal(),
+                };
+                match stolen {
+                    Steal::Success(task) => return Some(task),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+}
+
+impl Default for WorkQueue {
+    fn default() -> WorkQueue {
+        WorkQueue::new()
+    }
+}
+
+impl fmt::Debug for WorkQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkQueue")
+            .field("injected", &self.injector.len())
+            .finish()
+    }
+}

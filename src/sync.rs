@@ -1,0 +1,35 @@
+//! The synchronisation primitives smartpool's protocols are written against.
+//!
+//! Normally these are `std`'s; under `cfg(loom)` they are loom's, so the loom
+//! models in `sleep`, `status`, `task` and `pool::phase` explore the real code
+//! rather than a copy of it. Only the state that a protocol's correctness
+//! argument is about goes through here; plain data structures (the `Arc` that
+//! owns a task, crossbeam's deques) stay `std`.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    Condvar, Mutex, MutexGuard,
+};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    Condvar, Mutex, MutexGuard,
+};
+
+/// Locks `mutex`, ignoring poisoning: every critical section in smartpool
+/// leaves its data consistent before any user code can panic, so a poisoned
+/// lock carries no broken invariant.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Gives up the processor between search rounds (loom's version lets the
+/// model run another thread).
+pub(crate) fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}

@@ -1,0 +1,241 @@
+//! The task cell and the `RunningTask` token.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures::task::AtomicWaker;
+
+use super::join::{JoinError, JoinHandle, JoinTarget};
+use super::state::{Park, State, Wake as WakeOutcome};
+use super::Schedule;
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+
+/// The part of a task that does not depend on its future's type.
+pub(crate) struct Header {
+    pub(super) state: State,
+    /// Index of the channel the task was last taken from. Written by the
+    /// responsible party only; the state transitions order the accesses.
+    from: AtomicUsize,
+    /// Whether the task counts towards close (it sits in, or last came from,
+    /// a `complete_on_close` channel). Written by the responsible party only.
+    counted: AtomicBool,
+    scheduler: Weak<dyn Schedule>,
+    pub(super) join_waker: AtomicWaker,
+}
+
+impl Header {
+    /// Hands a claimed task to its pool, or drops it if the pool is gone.
+    fn reschedule(&self, task: RunningTask) {
+        match self.scheduler.upgrade() {
+            Some(pool) => pool.reschedule(task),
+            None => drop(task),
+        }
+    }
+}
+
+/// The future, or what it left behind.
+pub(super) enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    /// The joiner took the output.
+    Consumed,
+}
+
+/// The heap cell of one task: one allocation holds header and future.
+pub(super) struct TaskCell<F: Future> {
+    pub(super) header: Header,
+    pub(super) stage: Mutex<Stage<F>>,
+}
+
+/// What running a task came to.
+#[must_use]
+#[derive(Debug)]
+pub(crate) enum RunOutcome {
+    /// Finished (or panicked). `counted` says it counted towards close.
+    Completed { counted: bool },
+    /// Returned `Pending`; whoever wakes it re-queues it.
+    Parked,
+    /// Woken during its poll: the caller must hand it to followup.
+    Requeue(RunningTask),
+}
+
+/// Type-erased access to a task for the worker and the token.
+trait Runnable: Send + Sync {
+    fn header(&self) -> &Header;
+    fn run(self: Arc<Self>) -> RunOutcome;
+    fn cancel(&self);
+}
+
+/// The responsibility for a task that is ready to run.
+///
+/// A channel stores these; the pool takes them out and runs them. Exactly
+/// one exists per runnable task. Dropping it without running it cancels the
+/// task: its future is dropped and its [`JoinHandle`] resolves to a
+/// cancellation error. A behavior's `followup` receives one and submits it to
+/// a channel.
+pub struct RunningTask {
+    task: Option<Arc<dyn Runnable>>,
+}
+
+impl RunningTask {
+    fn new(task: Arc<dyn Runnable>) -> RunningTask {
+        RunningTask { task: Some(task) }
+    }
+
+    fn header(&self) -> &Header {
+        self.task.as_ref().expect("a token holds its task").header()
+    }
+
+    /// Index of the channel the task was last taken from.
+    pub(crate) fn from(&self) -> usize {
+        self.header().from.load(Ordering::Relaxed)
+    }
+
+    /// Records the channel the task was taken from, for its followup.
+    pub(crate) fn set_from(&self, channel: usize) {
+        self.header().from.store(channel, Ordering::Relaxed);
+    }
+
+    /// Sets whether the task counts towards close; returns the old value.
+    pub(crate) fn swap_counted(&self, counted: bool) -> bool {
+        self.header().counted.swap(counted, Ordering::Relaxed)
+    }
+
+    /// Polls the task once. Catches a panic of the future.
+    pub(crate) fn run(mut self) -> RunOutcome {
+        self.task.take().expect("a token holds its task").run()
+    }
+}
+
+impl Drop for RunningTask {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.cancel();
+        }
+    }
+}
+
+impl fmt::Debug for RunningTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunningTask")
+            .field("from", &self.from())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Creates a task for `future`, owned by the pool behind `scheduler`.
+pub(crate) fn spawn<F>(future: F, scheduler: Weak<dyn Schedule>) -> (RunningTask, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let cell = Arc::new(TaskCell {
+        header: Header {
+            state: State::new_scheduled(),
+            from: AtomicUsize::new(0),
+            counted: AtomicBool::new(false),
+            scheduler,
+            join_waker: AtomicWaker::new(),
+        },
+        stage: Mutex::new(Stage::Running(future)),
+    });
+    let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
+    (RunningTask::new(cell), join)
+}
+
+impl<F: Future> TaskCell<F> {
+    /// Replaces the stage, catching a panic from dropping the old one.
+    fn set_stage(stage: &mut Stage<F>, new: Stage<F>) {
+        // Assignment drops the old value in place (the pinned future is never
+        // moved); if that drop panics, the new value is still written.
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| *stage = new)) {
+            log::error!(
+                "smartpool: a task's future panicked while being dropped: {}",
+                super::join::panic_message(&*panic)
+            );
+        }
+    }
+
+    /// Marks the task complete and tells its joiner.
+    fn complete(&self) {
+        self.header.state.complete();
+        self.header.join_waker.wake();
+    }
+}
+
+impl<F> Runnable for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn run(self: Arc<Self>) -> RunOutcome {
+        self.header.state.start_running();
+        let waker = Waker::from(self.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut stage = lock(&self.stage);
+        let Stage::Running(future) = &mut *stage else {
+            unreachable!("a scheduled task holds its future");
+        };
+        // SAFETY: the future lives inside the task's `Arc` allocation, which
+        // never moves, and is never moved out of the stage: it leaves only by
+        // being dropped in place by `set_stage`. So it stays pinned.
+        let future = unsafe { Pin::new_unchecked(future) };
+        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
+            Ok(Poll::Pending) => {
+                drop(stage);
+                return match self.header.state.end_poll_pending() {
+                    Park::Parked => RunOutcome::Parked,
+                    Park::Requeue => RunOutcome::Requeue(RunningTask::new(self)),
+                };
+            }
+            Ok(Poll::Ready(value)) => Ok(value),
+            Err(panic) => {
+                let error = JoinError::panicked(panic);
+                log::error!("smartpool: {error}");
+                Err(error)
+            }
+        };
+        Self::set_stage(&mut stage, Stage::Finished(output));
+        drop(stage);
+        self.complete();
+        RunOutcome::Completed {
+            counted: self.header.counted.swap(false, Ordering::Relaxed),
+        }
+    }
+
+    fn cancel(&self) {
+        let mut stage = lock(&self.stage);
+        Self::set_stage(&mut stage, Stage::Finished(Err(JoinError::cancelled())));
+        drop(stage);
+        self.complete();
+        if self.header.counted.swap(false, Ordering::Relaxed) {
+            if let Some(pool) = self.header.scheduler.upgrade() {
+                pool.release_counted();
+            }
+        }
+    }
+}
+
+impl<F> Wake for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.header.state.wake() == WakeOutcome::Claimed {
+            self.header.reschedule(RunningTask::new(self.clone()));
+        }
+    }
+}

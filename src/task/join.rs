@@ -1,0 +1,204 @@
+//! `JoinHandle` and `JoinError`: how a submitter learns what its task came to.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::cell::{Stage, TaskCell};
+use crate::sync::lock;
+
+/// Read access to a finished task's output.
+pub(super) trait JoinTarget<T>: Send + Sync {
+    fn is_complete(&self) -> bool;
+    fn register(&self, cx: &Context<'_>);
+    fn take_output(&self) -> Result<T, JoinError>;
+}
+
+impl<F> JoinTarget<F::Output> for TaskCell<F>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    fn is_complete(&self) -> bool {
+        self.header.state.is_complete()
+    }
+
+    fn register(&self, cx: &Context<'_>) {
+        self.header.join_waker.register(cx.waker());
+    }
+
+    fn take_output(&self) -> Result<F::Output, JoinError> {
+        // Called only after `is_complete`: the worker released the stage.
+        let mut stage = lock(&self.stage);
+        match std::mem::replace(&mut *stage, Stage::Consumed) {
+            Stage::Finished(output) => output,
+            Stage::Running(_) | Stage::Consumed => {
+                unreachable!("a complete task holds its output until joined")
+            }
+        }
+    }
+}
+
+enum Handle<T> {
+    Task(Arc<dyn JoinTarget<T>>),
+    /// The pool refused the task (it was closed).
+    Rejected,
+    /// The output was returned.
+    Done,
+}
+
+/// A future that resolves to the output of a submitted task.
+///
+/// Resolves to `Ok(output)` when the task finished, or to a [`JoinError`] if
+/// it panicked or was cancelled (the pool closed before it could finish, or
+/// its behavior's followup dropped it). Dropping the handle detaches the
+/// task: it still runs, and its output is dropped.
+#[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
+pub struct JoinHandle<T> {
+    handle: Handle<T>,
+}
+
+impl<T> JoinHandle<T> {
+    pub(super) fn new(task: Arc<dyn JoinTarget<T>>) -> JoinHandle<T> {
+        JoinHandle {
+            handle: Handle::Task(task),
+        }
+    }
+
+    /// A handle for a task the pool refused: resolves to a cancellation.
+    pub(crate) fn rejected() -> JoinHandle<T> {
+        JoinHandle {
+            handle: Handle::Rejected,
+        }
+    }
+
+    /// Whether the task has finished (completed, panicked or cancelled), so
+    /// that awaiting the handle returns at once.
+    pub fn is_finished(&self) -> bool {
+        match &self.handle {
+            Handle::Task(task) => task.is_complete(),
+            Handle::Rejected | Handle::Done => true,
+        }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let output = match &self.handle {
+            Handle::Task(task) => {
+                if !task.is_complete() {
+                    task.register(cx);
+                    // Register, then check again: the completer sets COMPLETE
+                    // before it wakes the registered waker.
+                    if !task.is_complete() {
+                        return Poll::Pending;
+                    }
+                }
+                task.take_output()
+            }
+            Handle::Rejected => Err(JoinError::cancelled()),
+            Handle::Done => panic!("JoinHandle polled after it returned"),
+        };
+        self.handle = Handle::Done;
+        Poll::Ready(output)
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// Why a task gave no output.
+pub struct JoinError {
+    repr: Repr,
+}
+
+enum Repr {
+    Cancelled,
+    // The mutex makes the error `Sync`, as error types are expected to be.
+    Panicked(std::sync::Mutex<Box<dyn Any + Send + 'static>>),
+}
+
+impl JoinError {
+    pub(crate) fn cancelled() -> JoinError {
+        JoinError {
+            repr: Repr::Cancelled,
+        }
+    }
+
+    pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> JoinError {
+        JoinError {
+            repr: Repr::Panicked(std::sync::Mutex::new(payload)),
+        }
+    }
+
+    /// The task was dropped before it finished: the pool closed (or refused
+    /// it because it was already closing), or its followup dropped it.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled)
+    }
+
+    /// The task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panicked(_))
+    }
+
+    /// The panic's payload, to resume it with `std::panic::resume_unwind`.
+    /// Returns the error back if the task did not panic.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self.repr {
+            Repr::Panicked(payload) => {
+                Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
+            }
+            Repr::Cancelled => Err(self),
+        }
+    }
+
+    fn message(&self) -> String {
+        match &self.repr {
+            Repr::Cancelled => "task cancelled: the pool closed before it finished".to_owned(),
+            Repr::Panicked(payload) => {
+                let payload = lock_std(payload);
+                format!("task panicked: {}", panic_message(&**payload))
+            }
+        }
+    }
+}
+
+fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The text of a panic payload, when it has one.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "Box<dyn Any>"
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JoinError({})", self.message())
+    }
+}
+
+impl std::error::Error for JoinError {}

@@ -1,0 +1,81 @@
+//! Tasks: the heap cell that holds a future, the token that stands for the
+//! responsibility to run it, its waker, and its `JoinHandle`.
+//!
+//! # Ownership
+//!
+//! A task is one allocation, an `Arc<TaskCell<F>>`, holding a header (state
+//! word, channel it came from, close accounting, a `Weak` to its pool, the
+//! joiner's waker) and the *stage*: the future while it runs, its output or
+//! error once finished. Three kinds of party hold an `Arc` to it:
+//!
+//! * the [`RunningTask`] token, of which at most one exists: whoever holds it
+//!   (a channel's queue, or the worker running it) is *responsible* for the
+//!   task; dropping the token cancels the task;
+//! * wakers, any number, which never touch the stage;
+//! * the [`JoinHandle`], which reads the stage only after `COMPLETE`.
+//!
+//! The pool is reached through a `Weak`: a task never keeps its pool alive,
+//! and a waker that fires after the pool is gone drops the task instead.
+//!
+//! # States (see `state`)
+//!
+//! | state           | responsible party                              |
+//! |-----------------|------------------------------------------------|
+//! | `IDLE`          | nobody: parked, waiting for a wake-up          |
+//! | `SCHEDULED`     | the token's holder (a queue, a followup call)  |
+//! | `RUNNING`       | the worker polling it                          |
+//! | `RUNNING+WOKEN` | the same worker, who must re-queue it          |
+//! | `COMPLETE`      | nobody: the future is gone                     |
+//!
+//! Transitions, each one atomic read-modify-write:
+//!
+//! * spawn creates the task `SCHEDULED` with its token;
+//! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed);
+//! * poll returned `Pending`: `RUNNING → IDLE` (responsibility given up), or,
+//!   if a wake came during the poll, `RUNNING+WOKEN → SCHEDULED` and the
+//!   worker re-creates the token and hands it to followup: no recursion, so a
+//!   future that wakes itself a million times completes;
+//! * wake: `IDLE → SCHEDULED` (the waker now holds responsibility: it makes
+//!   the token and hands it to the behavior's followup), `RUNNING →
+//!   RUNNING+WOKEN`; in any other state a wake changes nothing;
+//! * poll returned `Ready` or panicked, or the token was dropped:
+//!   `→ COMPLETE`, then the joiner is woken.
+//!
+//! # Invariants
+//!
+//! * At most one token exists, and a token exists exactly in `SCHEDULED`: so
+//!   one thread at a time polls the task, and it is queued at most once.
+//! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
+//!   it; one that finds it `RUNNING` makes the worker re-queue it; one that
+//!   finds it `SCHEDULED` or `RUNNING+WOKEN` (a poll is still to come) writes
+//!   the state back unchanged, a read-modify-write that publishes the waker's
+//!   memory to that coming poll, whose own transition acquires it. Without
+//!   that write, a waker's store and the poller's read could miss each other
+//!   (store buffering) and the wake-up would be lost.
+//! * The stage is touched only by the token holder (poll, cancel) and, after
+//!   `COMPLETE`, by the joiner: the mutex around it is never contended and
+//!   serves to keep that exclusivity checked by the compiler rather than
+//!   asserted by `unsafe`.
+//! * The task is freed when the last `Arc` goes, exactly once, by `Arc`.
+
+mod cell;
+mod join;
+mod state;
+
+pub use cell::RunningTask;
+pub use join::{JoinError, JoinHandle};
+
+pub(crate) use cell::{spawn, RunOutcome};
+pub(crate) use join::panic_message;
+
+/// What a task needs from its pool. Implemented by the pool; the task holds
+/// it through a `Weak`.
+pub(crate) trait Schedule: Send + Sync + 'static {
+    /// A parked task was woken: hand its token to the behavior's followup.
+    fn reschedule(&self, task: RunningTask);
+    /// A task counted towards close finished or was dropped.
+    fn release_counted(&self);
+}
+
+#[cfg(all(test, loom))]
+mod loom_model;

@@ -1,0 +1,126 @@
+//! The task state word and its transitions. See the parent module for the
+//! state table and the invariants these transitions keep.
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// Parked: nobody is responsible until a wake claims it.
+const IDLE: usize = 0;
+/// A token exists; the task is queued or about to be run.
+const SCHEDULED: usize = 1;
+/// A worker is polling it.
+const RUNNING: usize = 2;
+/// Woken while running: with `RUNNING` only.
+const WOKEN: usize = 4;
+/// Finished or cancelled; the future is gone. Final.
+const COMPLETE: usize = 8;
+
+/// What a wake did.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// `IDLE → SCHEDULED`: the waker is now responsible and must queue it.
+    Claimed,
+    /// A poll is still to come (it was scheduled, or running: then now woken).
+    Pending,
+    /// The task is complete: nothing to do.
+    Complete,
+}
+
+/// How a poll that returned `Pending` ends.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Park {
+    /// `RUNNING → IDLE`: responsibility given up.
+    Parked,
+    /// `RUNNING+WOKEN → SCHEDULED`: woken during the poll; re-queue it.
+    Requeue,
+}
+
+#[derive(Debug)]
+pub(crate) struct State(AtomicUsize);
+
+impl State {
+    /// A new task: scheduled, its token about to be made.
+    pub(crate) fn new_scheduled() -> State {
+        State(AtomicUsize::new(SCHEDULED))
+    }
+
+    /// A wake-up, from any thread.
+    pub(crate) fn wake(&self) -> Wake {
+        let mut current = self.0.load(Ordering::Acquire);
+        loop {
+            let (next, outcome) = match current {
+                IDLE => (SCHEDULED, Wake::Claimed),
+                RUNNING => (RUNNING | WOKEN, Wake::Pending),
+                COMPLETE => return Wake::Complete,
+                // SCHEDULED or RUNNING+WOKEN: write it back unchanged to
+                // publish our memory to the coming poll (see the module doc).
+                same => (same, Wake::Pending),
+            };
+            match self
+                .0
+                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return outcome,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// The token's holder starts polling. Acquire pairs with the release of
+    /// every wake that came while the task was scheduled.
+    pub(crate) fn start_running(&self) {
+        let old = self.0.swap(RUNNING, Ordering::AcqRel);
+        debug_assert_eq!(old, SCHEDULED, "only a scheduled task is run");
+    }
+
+    /// The poll returned `Pending`.
+    pub(crate) fn end_poll_pending(&self) -> Park {
+        match self
+            .0
+            .compare_exchange(RUNNING, IDLE, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Park::Parked,
+            Err(actual) => {
+                debug_assert_eq!(actual, RUNNING | WOKEN);
+                // Only wakers write concurrently, and they write RUNNING+WOKEN
+                // back unchanged; the swap acquires their releases.
+                self.0.swap(SCHEDULED, Ordering::AcqRel);
+                Park::Requeue
+            }
+        }
+    }
+
+    /// The future finished, panicked, or was dropped unrun. Release pairs
+    /// with the joiner's acquire in `is_complete`: the output is visible.
+    pub(crate) fn complete(&self) {
+        self.0.swap(COMPLETE, Ordering::AcqRel);
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        self.0.load(Ordering::Acquire) == COMPLETE
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod test {
+    use super::*;
+
+    #[test]
+    fn transitions() {
+        let s = State::new_scheduled();
+        assert_eq!(s.wake(), Wake::Pending, "already scheduled");
+        s.start_running();
+        assert_eq!(s.end_poll_pending(), Park::Parked);
+        assert_eq!(s.wake(), Wake::Claimed);
+        assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
+        s.start_running();
+        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.end_poll_pending(), Park::Requeue, "woken during poll");
+        s.start_running();
+        s.complete();
+        assert!(s.is_complete());
+        assert_eq!(s.wake(), Wake::Complete);
+    }
+}
