@@ -113,8 +113,7 @@ pub use task::{JoinError, JoinHandle, RunningTask};
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, Channel, ChannelParams, Exec, JoinError, JoinHandle, MultiChannel,
-        OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm, Submit,
-        VecDequeChannel,
+        run, try_run, Channel, ChannelParams, Exec, JoinError, JoinHandle, MultiChannel, OwnedPool,
+        Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm, Submit, VecDequeChannel,
     };
 }

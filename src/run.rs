@@ -39,7 +39,11 @@ where
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
         // `Run` is `Unpin` (it never pins `F`), so `get_mut` is fine.
-        let f = self.get_mut().f.take().expect("Run polled after completion");
+        let f = self
+            .get_mut()
+            .f
+            .take()
+            .expect("Run polled after completion");
         Poll::Ready(f())
     }
 }

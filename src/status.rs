@@ -13,7 +13,9 @@
 //! Pusher P (any thread), after its task T is stored in channel c:
 //!
 //! 1. `fence(SeqCst)` (P-fence);
-//! 2. load the word; if c's bit is clear, `fetch_or` it.
+//! 2. load the word; if c's bit is clear, `fetch_or` it, then
+//!    `fence(SeqCst)` again (the *set fence*, for the sleep protocol: it
+//!    orders the new bit before the poster's read of the sleep counters).
 //!
 //! Worker W, after `pop` on c returned nothing:
 //!
@@ -72,6 +74,9 @@ impl Status {
         let word = &self.words[bit.word];
         if word.load(Ordering::Relaxed) & bit.mask == 0 {
             word.fetch_or(bit.mask, Ordering::SeqCst);
+            // Set fence: pairs with the sleep fence (see `sleep`). Paid only
+            // when a channel turns non-empty, not on every push.
+            fence(Ordering::SeqCst);
         }
     }
 

@@ -22,7 +22,9 @@ pub(crate) use loom::sync::{
 /// leaves its data consistent before any user code can panic, so a poisoned
 /// lock carries no broken invariant.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Gives up the processor between search rounds (loom's version lets the

@@ -48,10 +48,16 @@ impl<C: Channel + ?Sized> Exec for C {
         F::Output: Send + 'static,
     {
         let Some(link) = self.link() else {
-            return Err(Rejected { future, reason: Reason::Unattached });
+            return Err(Rejected {
+                future,
+                reason: Reason::Unattached,
+            });
         };
         if !link.is_open() {
-            return Err(Rejected { future, reason: Reason::Closed });
+            return Err(Rejected {
+                future,
+                reason: Reason::Closed,
+            });
         }
         let (task, handle) = task::spawn(future, link.scheduler.clone());
         submit(self, task);
@@ -82,7 +88,8 @@ fn submit<C: Channel + ?Sized>(channel: &C, task: RunningTask) {
     let shared = &link.shared;
     shared.account(&task, link.index);
     channel.push(task, link);
-    // Marks the status bit (ends with the post fence), then wakes a sleeper.
+    // Marks the status bit (post fence, and set fence if it set it), then
+    // wakes a sleeper.
     shared.pushed(link.index);
     if shared.close.is_terminated() {
         // The pool finished closing while we pushed, and its final drain may

@@ -25,12 +25,15 @@
 //! # Invariant
 //!
 //! *The phase becomes `TERMINATED` only when it is `CLOSING` and `live` is
-//! zero.* Both transitions that can make that true race: a task's release
-//! (`fetch_sub` to zero, then read the phase) and `begin` (store `CLOSING`,
-//! then read `live`). All four accesses are SeqCst, so they have one total
-//! order; whichever of the write pairs comes second reads the other's write
-//! and terminates. Both may try: a compare-exchange lets exactly one win, and
-//! only the winner wakes the workers.
+//! zero, and then it does.* Both transitions that can make that true race: a
+//! task's release (`fetch_sub` to zero, fence, read the phase) and `begin`
+//! (write `CLOSING`, fence, read `live`). The two SeqCst fences are ordered:
+//! the side whose fence comes second reads the other side's write, sees both
+//! conditions, and terminates. (Fences rather than SeqCst accesses alone:
+//! the argument then holds in loom's model too, and the release side pays for
+//! its fence only when the count reaches zero.) Both may try: a
+//! compare-exchange lets exactly one win, and only the winner wakes the
+//! workers.
 //!
 //! # Why nothing is lost after termination
 //!
@@ -44,7 +47,7 @@
 
 use futures::task::AtomicWaker;
 
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 
 const OPEN: usize = 0;
 const CLOSING: usize = 1;
@@ -94,7 +97,12 @@ impl CloseState {
     pub(crate) fn release(&self) -> bool {
         let before = self.live.fetch_sub(1, Ordering::SeqCst);
         debug_assert!(before > 0, "released more tasks than counted");
-        before == 1 && self.phase.load(Ordering::SeqCst) == CLOSING && self.terminate()
+        if before != 1 {
+            return false;
+        }
+        // Pairs with the fence in `begin`.
+        fence(Ordering::SeqCst);
+        self.phase.load(Ordering::SeqCst) == CLOSING && self.terminate()
     }
 
     /// Starts closing. `true`: this call terminated the pool (nothing
@@ -104,6 +112,8 @@ impl CloseState {
         let _ = self
             .phase
             .compare_exchange(OPEN, CLOSING, Ordering::SeqCst, Ordering::SeqCst);
+        // Pairs with the fence in `release`.
+        fence(Ordering::SeqCst);
         self.live.load(Ordering::SeqCst) == 0 && self.terminate()
     }
 

@@ -152,7 +152,9 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
             threads: std::mem::take(&mut self.threads),
         };
         if steal::is_worker_of(self.pool.shared.id) {
-            log::warn!("smartpool: OwnedPool dropped on its own worker thread; closing without waiting");
+            log::warn!(
+                "smartpool: OwnedPool dropped on its own worker thread; closing without waiting"
+            );
             return;
         }
         futures::executor::block_on(close);
@@ -161,7 +163,9 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
 
 impl<B: PoolBehavior> fmt::Debug for OwnedPool<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedPool").field("pool", &self.pool).finish()
+        f.debug_struct("OwnedPool")
+            .field("pool", &self.pool)
+            .finish()
     }
 }
 

@@ -13,8 +13,8 @@
 //!
 //! # Posting work (`Sleep::new_jobs`)
 //!
-//! After the task is stored and its status bit marked (`Status::mark`, which
-//! ends with a SeqCst fence, the *post fence*):
+//! After the task is stored and its status bit marked (`Status::mark`, with
+//! its post and set fences):
 //! 1. read the counters, making an even (sleepy) JEC odd;
 //! 2. if `n` new jobs exceed the awake idle workers, who will find them
 //!    anyway, wake `min(n - idle, sleeping)` sleepers, one condvar each.
@@ -37,17 +37,28 @@
 //! # Why no wake-up is lost
 //!
 //! The lost wake-up is: worker S finds nothing, poster P stores a job and
-//! sees no sleeper, S sleeps. The JEC catches it unless the counter wrapped
-//! around to the same value; the final check catches it always. P stores the
-//! task and marks the bit, then the post fence, then reads the sleeper count.
-//! S increments the sleeper count, then the sleep fence, then reads the bits.
-//! If the post fence is first in the SeqCst order, S's read sees the bit; if
-//! the sleep fence is first, P's read sees S among the sleepers and wakes it.
+//! sees no sleeper, S sleeps. The JEC catches most cases cheaply, but not a
+//! counter that wrapped around to the same value; the final check catches
+//! every case, through two fence pairings (`status` has the pusher's side):
+//!
+//! * P stores the job, runs the *post fence*, reads the channel's bit. If the
+//!   bit is clear, P sets it and runs the *set fence*; then P reads the
+//!   sleep counters. S increments the sleeping count, runs the *sleep
+//!   fence*, then reads the bits.
+//! * If P set the bit: when the set fence precedes the sleep fence in the
+//!   SeqCst order, S's read sees the bit and S stays awake; otherwise P's
+//!   read of the counters sees S asleep and wakes it.
+//! * If P found the bit already set, it was set by an earlier push; if it is
+//!   clear by the time S looks, the worker X that cleared it re-checks the
+//!   channel after its own fence, and either X's re-check finds the job (X
+//!   is awake and runs it) or P's read of the bit would have seen X's clear
+//!   (the `status` argument), a contradiction.
+//!
 //! A waker clears S's mark under S's lock, and S checks the mark under that
 //! lock before waiting, so a wake between steps 4 and 5 is not missed either.
 //! The bits stand for every channel, so this holds for work posted from
 //! inside the pool as well as from outside (rayon needs the check only for
-//! its injector; we generalise it at no extra cost).
+//! its injector; we generalise it).
 //!
 //! Termination uses the same lock: the closer stores the `TERMINATED` phase
 //! and then visits every worker's lock, so a worker either sees the phase in
@@ -155,8 +166,8 @@ impl Sleep {
             idle.rounds = ROUNDS_UNTIL_SLEEPY;
             return;
         }
-        // Sleep fence: pairs with the post fence at the end of
-        // `Status::mark`, which every poster runs before `new_jobs`.
+        // Sleep fence: pairs with the set fence of `Status::mark`, which a
+        // poster that set a bit runs before `new_jobs` reads the counters.
         fence(Ordering::SeqCst);
         if final_check() {
             // Nobody can have woken us: wakers only act on `blocked == true`.
@@ -219,7 +230,6 @@ impl Sleep {
         slot.condvar.notify_one();
         true
     }
-
 }
 
 #[cfg(all(test, loom))]

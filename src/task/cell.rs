@@ -128,7 +128,10 @@ impl fmt::Debug for RunningTask {
 }
 
 /// Creates a task for `future`, owned by the pool behind `scheduler`.
-pub(crate) fn spawn<F>(future: F, scheduler: Weak<dyn Schedule>) -> (RunningTask, JoinHandle<F::Output>)
+pub(crate) fn spawn<F>(
+    future: F,
+    scheduler: Weak<dyn Schedule>,
+) -> (RunningTask, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

@@ -156,9 +156,7 @@ impl JoinError {
     /// Returns the error back if the task did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
-            Repr::Panicked(payload) => {
-                Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
-            }
+            Repr::Panicked(payload) => Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner())),
             Repr::Cancelled => Err(self),
         }
     }

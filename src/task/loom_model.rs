@@ -1,0 +1,183 @@
+//! Loom models of the task state machine, on the real `TaskCell`.
+//!
+//! Property: wakes racing the poll, completion and each other re-queue the
+//! task at most once per wake and never lose one (the task completes once
+//! every waker's data is published, without further wakes); the future is
+//! dropped exactly once; the joiner gets the output; a dropped token cancels.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Waker};
+
+use super::*;
+use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
+
+/// A scheduler that records what woken tasks it was handed.
+#[derive(Default)]
+struct Recorder {
+    queued: Mutex<Vec<RunningTask>>,
+}
+
+impl Schedule for Recorder {
+    fn reschedule(&self, task: RunningTask) {
+        lock(&self.queued).push(task);
+    }
+    fn release_counted(&self) {}
+}
+
+/// Shared by the future and the threads that wake it.
+struct Signals {
+    /// Each waker bumps it (an RMW: the latest value exists in the
+    /// modification order) before waking; the future reads it with a plain
+    /// load, which may be stale unless the wake published it.
+    opened: AtomicUsize,
+    /// The future's latest waker (cloned, never taken: every opener wakes).
+    slot: Mutex<Option<Waker>>,
+    drops: AtomicUsize,
+    /// Openers that finished waking.
+    done: AtomicUsize,
+}
+
+/// Ready once `need` openers have opened it.
+struct Gate {
+    signals: Arc<Signals>,
+    need: usize,
+}
+
+impl Future for Gate {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+        *lock(&self.signals.slot) = Some(cx.waker().clone());
+        if self.signals.opened.load(Ordering::Acquire) >= self.need {
+            return Poll::Ready(7);
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.signals.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Clones the waker first, then publishes and wakes, as a channel sender
+/// holding a receiver's waker does: the slot's mutex then carries nothing
+/// about `opened`, and only the wake can publish it to the next poll.
+fn open(signals: &Signals) {
+    let waker = lock(&signals.slot).clone();
+    signals.opened.fetch_add(1, Ordering::Release);
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+    signals.done.fetch_add(1, Ordering::SeqCst);
+}
+
+fn new_task(need: usize) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandle<u32>) {
+    let recorder = Arc::new(Recorder::default());
+    let signals = Arc::new(Signals {
+        opened: AtomicUsize::new(0),
+        slot: Mutex::new(None),
+        drops: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+    });
+    let weak: Weak<dyn Schedule> = Arc::downgrade(&recorder) as Weak<dyn Schedule>;
+    let gate = Gate {
+        signals: signals.clone(),
+        need,
+    };
+    let (task, join) = spawn(gate, weak);
+    (recorder, signals, task, join)
+}
+
+/// Runs the task as a worker would until it completes. Panics if it is
+/// parked with every opener done and nothing queued: a lost wake-up.
+fn drive(recorder: &Recorder, signals: &Signals, openers: usize) -> usize {
+    let mut runs = 0;
+    let mut next = None;
+    loop {
+        let task = match next.take() {
+            Some(task) => task,
+            None => {
+                let all_done = signals.done.load(Ordering::SeqCst) == openers;
+                match lock(&recorder.queued).pop() {
+                    Some(task) => task,
+                    None if all_done => panic!("lost wake-up: parked, woken by all, not queued"),
+                    None => {
+                        loom::thread::yield_now();
+                        continue;
+                    }
+                }
+            }
+        };
+        runs += 1;
+        match task.run() {
+            RunOutcome::Completed { .. } => return runs,
+            RunOutcome::Parked => {}
+            RunOutcome::Requeue(task) => next = Some(task),
+        }
+    }
+}
+
+fn model(openers: usize) {
+    loom::model(move || {
+        let (recorder, signals, task, join) = new_task(openers);
+        // The first poll registers the waker the openers will hold.
+        assert!(matches!(task.run(), RunOutcome::Parked));
+        let task = lock(&recorder.queued).pop();
+        assert!(task.is_none(), "nobody woke it yet");
+        let threads: Vec<_> = (0..openers)
+            .map(|_| {
+                let signals = signals.clone();
+                loom::thread::spawn(move || open(&signals))
+            })
+            .collect();
+        let runs = drive(&recorder, &signals, openers);
+        assert!(runs <= openers, "more polls than wakes");
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(
+            lock(&recorder.queued).is_empty(),
+            "re-queued after completion"
+        );
+        assert_eq!(
+            signals.drops.load(Ordering::SeqCst),
+            1,
+            "future dropped once"
+        );
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+    });
+}
+
+#[test]
+fn wake_racing_poll() {
+    model(1);
+}
+
+#[test]
+fn wakes_racing_each_other() {
+    model(2);
+}
+
+#[test]
+fn dropped_token_cancels_once() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(1);
+        assert!(matches!(task.run(), RunOutcome::Parked));
+        let t = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        // (The opener clones the waker stored by the poll above.)
+        t.join().unwrap();
+        // The wake handed the token to the scheduler; dropping it cancels.
+        let token = lock(&recorder.queued).pop().expect("woken once");
+        drop(token);
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1);
+        assert!(futures::executor::block_on(join)
+            .unwrap_err()
+            .is_cancelled());
+    });
+}
