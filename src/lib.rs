@@ -110,6 +110,11 @@ pub use run::{run, try_run, Run};
 pub use steal::{WorkQueue, WorkerContext};
 pub use task::{JoinError, JoinHandle, RunningTask};
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{

@@ -1,0 +1,161 @@
+//! Close: refused submissions come back, complete_on_close tasks finish
+//! (queued, running, parked), the others are dropped exactly once, worker
+//! threads are joined, and dropping an OwnedPool closes it the same way.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::{DropCounter, Gate, TwoLevels};
+use futures::channel::oneshot;
+use futures::executor::block_on;
+use smartpool::prelude::*;
+
+#[test]
+fn a_submission_after_close_comes_back_or_is_cancelled() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    block_on(owned.close());
+    assert!(pool.is_closing());
+    let rejected = pool.high.try_exec(async { 5 }).unwrap_err();
+    assert!(rejected.to_string().contains("closing or closed"));
+    assert_eq!(
+        block_on(rejected.into_inner()),
+        5,
+        "the future comes back intact"
+    );
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let h = pool.high.exec(run(move || drop(token)));
+    assert!(block_on(h).unwrap_err().is_cancelled());
+    assert_eq!(
+        drops.drops(),
+        1,
+        "the refused closure was dropped, not run or leaked"
+    );
+}
+
+/// Holds the single worker, queues work on both levels, and closes.
+#[test]
+fn queued_complete_on_close_tasks_run_and_the_others_are_dropped_once() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let gate = Gate::new();
+    let started = Arc::new(Barrier::new(2));
+    let (g, s) = (gate.clone(), started.clone());
+    // A low (dropping) task that is running when close starts finishes.
+    let running = pool.low.exec(run(move || {
+        s.wait();
+        g.wait();
+        "finished"
+    }));
+    started.wait();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let drops = DropCounter::new();
+    let high: Vec<_> = (0..100)
+        .map(|_| {
+            let ran = ran.clone();
+            pool.high
+                .exec(run(move || ran.fetch_add(1, Ordering::SeqCst)))
+        })
+        .collect();
+    let low: Vec<_> = (0..100)
+        .map(|_| {
+            let (ran, token) = (ran.clone(), drops.token());
+            pool.low.exec(run(move || {
+                let _token = token;
+                ran.fetch_add(1000, Ordering::SeqCst);
+            }))
+        })
+        .collect();
+    let close = owned.close();
+    gate.open();
+    block_on(close);
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        100,
+        "all high tasks, no low task ran"
+    );
+    assert_eq!(drops.drops(), 100, "every low task dropped exactly once");
+    assert_eq!(block_on(running).unwrap(), "finished");
+    for h in high {
+        block_on(h).unwrap();
+    }
+    for h in low {
+        assert!(block_on(h).unwrap_err().is_cancelled());
+    }
+}
+
+#[test]
+fn close_waits_for_a_parked_complete_on_close_future() {
+    let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
+    let (tx, rx) = oneshot::channel::<u32>();
+    let parked = owned.pool.high.exec(async move { rx.await.unwrap() * 2 });
+    let close_started = Gate::new();
+    let cs = close_started.clone();
+    let sender = std::thread::spawn(move || {
+        cs.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        tx.send(21).unwrap();
+    });
+    let close = owned.close();
+    close_started.open();
+    block_on(close);
+    assert!(
+        parked.is_finished(),
+        "close resolved before the parked task finished"
+    );
+    assert_eq!(block_on(parked).unwrap(), 42);
+    sender.join().unwrap();
+}
+
+#[test]
+fn a_parked_dropping_task_does_not_hold_close() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let (_tx, rx) = oneshot::channel::<()>();
+    let parked = owned.pool.low.exec(rx);
+    // Let it park.
+    block_on(owned.pool.low.exec(run(|| ()))).unwrap();
+    block_on(owned.close());
+    assert!(
+        !parked.is_finished(),
+        "parked, never woken: kept by its waker"
+    );
+}
+
+#[test]
+fn close_joins_every_worker_thread() {
+    let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
+    let pool = owned.pool.clone();
+    // `owned.pool`, our clone, and one per worker thread.
+    assert_eq!(Arc::strong_count(&pool), 4);
+    block_on(owned.close());
+    assert_eq!(
+        Arc::strong_count(&pool),
+        1,
+        "every worker exited and released the pool"
+    );
+}
+
+#[test]
+fn dropping_an_owned_pool_closes_it_and_blocks_until_done() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let gate = Gate::new();
+    let g = gate.clone();
+    let slow = pool.high.exec(run(move || g.wait()));
+    let done = pool.high.exec(run(|| 1));
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        gate.open();
+    });
+    drop(owned);
+    assert!(
+        slow.is_finished() && done.is_finished(),
+        "drop returned before close finished"
+    );
+    assert_eq!(Arc::strong_count(&pool), 1);
+    opener.join().unwrap();
+}

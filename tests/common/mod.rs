@@ -1,0 +1,142 @@
+//! Fixtures shared by the integration tests: a two-level behavior, a gate
+//! that blocks a worker until released, and drop counters.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use smartpool::prelude::*;
+
+#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+pub enum Lv {
+    High,
+    Low,
+}
+
+/// Two FIFO channels on two levels.
+pub struct TwoLevels {
+    pub high: VecDequeChannel,
+    pub low: VecDequeChannel,
+    threads: usize,
+    schedule: ScheduleAlgorithm,
+    coc: (bool, bool),
+    /// Followup calls, by the channel the task came from.
+    pub followups: [AtomicUsize; 2],
+}
+
+impl TwoLevels {
+    pub fn new(threads: usize) -> TwoLevels {
+        TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, (true, false))
+    }
+
+    pub fn with(threads: usize, schedule: ScheduleAlgorithm, coc: (bool, bool)) -> TwoLevels {
+        TwoLevels {
+            high: VecDequeChannel::new(),
+            low: VecDequeChannel::new(),
+            threads,
+            schedule,
+            coc,
+            followups: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        }
+    }
+}
+
+impl PoolBehavior for TwoLevels {
+    type ChannelKey = Lv;
+
+    fn config(&self) -> PoolConfig<Lv> {
+        PoolConfig {
+            threads: self.threads,
+            schedule: self.schedule.clone(),
+            levels: vec![
+                vec![ChannelParams {
+                    key: Lv::High,
+                    complete_on_close: self.coc.0,
+                }],
+                vec![ChannelParams {
+                    key: Lv::Low,
+                    complete_on_close: self.coc.1,
+                }],
+            ],
+        }
+    }
+
+    fn channel(&self, key: Lv) -> &dyn Channel {
+        match key {
+            Lv::High => &self.high,
+            Lv::Low => &self.low,
+        }
+    }
+
+    fn followup(&self, from: Lv, task: RunningTask) {
+        self.followups[from as usize].fetch_add(1, Ordering::SeqCst);
+        self.channel(from).submit(task);
+    }
+}
+
+/// A one-shot latch: `wait` blocks until `open`.
+#[derive(Clone, Default)]
+pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    pub fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+
+    pub fn wait(&self) {
+        let mut open = self.0 .0.lock().unwrap();
+        while !*open {
+            open = self.0 .1.wait(open).unwrap();
+        }
+    }
+
+    /// Waits at most `limit` (a fail-safe so a broken pool fails the test
+    /// instead of hanging it); returns whether the gate opened.
+    pub fn wait_for(&self, limit: Duration) -> bool {
+        let (open, _) = self
+            .0
+             .1
+            .wait_timeout_while(self.0 .0.lock().unwrap(), limit, |open| !*open)
+            .unwrap();
+        *open
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.0 .0.lock().unwrap()
+    }
+}
+
+/// Counts drops of the values it hands out.
+#[derive(Clone, Default)]
+pub struct DropCounter(Arc<AtomicUsize>);
+
+pub struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl DropCounter {
+    pub fn new() -> DropCounter {
+        DropCounter::default()
+    }
+
+    pub fn token(&self) -> Counted {
+        Counted(self.0.clone())
+    }
+
+    pub fn drops(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Generous fail-safe for waits that should end at once.
+pub const FAILSAFE: Duration = Duration::from_secs(20);

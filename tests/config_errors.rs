@@ -1,0 +1,118 @@
+//! A bad configuration is an error with a clear message, never a panic.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Lv, TwoLevels};
+use smartpool::prelude::*;
+use smartpool::ConfigError;
+
+struct Configured(PoolConfig<Lv>, VecDequeChannel);
+
+impl PoolBehavior for Configured {
+    type ChannelKey = Lv;
+    fn config(&self) -> PoolConfig<Lv> {
+        self.0.clone()
+    }
+    fn channel(&self, _key: Lv) -> &dyn Channel {
+        &self.1
+    }
+}
+
+fn params(key: Lv) -> ChannelParams<Lv> {
+    ChannelParams {
+        key,
+        complete_on_close: false,
+    }
+}
+
+fn error_of(config: PoolConfig<Lv>) -> ConfigError {
+    OwnedPool::new(Configured(config, VecDequeChannel::new())).expect_err("config must be refused")
+}
+
+#[test]
+fn no_levels() {
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![],
+    });
+    assert!(matches!(e, ConfigError::NoLevels));
+    assert_eq!(e.to_string(), "invalid pool config: no levels");
+}
+
+#[test]
+fn empty_level() {
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![params(Lv::High)], vec![]],
+    });
+    assert!(matches!(e, ConfigError::EmptyLevel { level: 1 }));
+    assert!(e.to_string().contains("level 1 has no channel"), "{e}");
+}
+
+#[test]
+fn duplicate_key() {
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![params(Lv::High)], vec![params(Lv::High)]],
+    });
+    assert!(matches!(e, ConfigError::DuplicateKey { .. }));
+    assert!(e.to_string().contains("High appears more than once"), "{e}");
+}
+
+#[test]
+fn zero_threads() {
+    let e = error_of(PoolConfig {
+        threads: 0,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![params(Lv::High)]],
+    });
+    assert!(matches!(e, ConfigError::NoThreads));
+    assert!(e.to_string().contains("threads must be at least 1"), "{e}");
+}
+
+#[test]
+fn round_robin_slices_must_match_levels() {
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::RoundRobin(vec![Duration::from_millis(1)]),
+        levels: vec![vec![params(Lv::High)], vec![params(Lv::Low)]],
+    });
+    assert!(matches!(
+        e,
+        ConfigError::SliceCount {
+            levels: 2,
+            slices: 1
+        }
+    ));
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::RoundRobin(vec![Duration::ZERO]),
+        levels: vec![vec![params(Lv::High)]],
+    });
+    assert!(matches!(e, ConfigError::ZeroSlice { level: 0 }));
+}
+
+#[test]
+fn two_keys_naming_one_channel_are_refused() {
+    // `Configured::channel` returns the same channel for every key.
+    let e = error_of(PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![params(Lv::High)], vec![params(Lv::Low)]],
+    });
+    assert!(matches!(e, ConfigError::ChannelAttached { .. }), "{e}");
+}
+
+#[test]
+fn a_good_config_still_starts_after_errors() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    assert_eq!(
+        futures::executor::block_on(owned.pool.high.exec(run(|| 1))).unwrap(),
+        1
+    );
+}

@@ -1,0 +1,68 @@
+//! A panicking task is caught: the worker lives on, the handle carries the
+//! panic.
+
+mod common;
+
+use common::TwoLevels;
+use futures::executor::block_on;
+use smartpool::prelude::*;
+
+#[test]
+fn one_thread_survives_a_thousand_panics() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let handles: Vec<_> = (0..1_000)
+        .map(|i| {
+            owned
+                .pool
+                .low
+                .exec(run(move || -> u32 { panic!("boom {i}") }))
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let err = block_on(h).unwrap_err();
+        assert!(err.is_panic());
+        assert_eq!(err.to_string(), format!("task panicked: boom {i}"));
+    }
+    assert_eq!(
+        block_on(owned.pool.low.exec(run(|| "alive"))).unwrap(),
+        "alive"
+    );
+    block_on(owned.close());
+}
+
+#[test]
+fn the_panic_payload_can_be_resumed() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let err = block_on(owned.pool.high.exec(async { std::panic::panic_any(17u8) })).unwrap_err();
+    let payload = err.try_into_panic().unwrap();
+    assert_eq!(payload.downcast_ref::<u8>(), Some(&17));
+    block_on(owned.close());
+}
+
+/// Ready at once; panics when dropped, after its output was taken.
+struct ReadyThenPanicOnDrop;
+
+impl std::future::Future for ReadyThenPanicOnDrop {
+    type Output = u32;
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<u32> {
+        std::task::Poll::Ready(3)
+    }
+}
+
+impl Drop for ReadyThenPanicOnDrop {
+    fn drop(&mut self) {
+        panic!("panic in drop");
+    }
+}
+
+#[test]
+fn a_future_panicking_in_drop_keeps_its_output_and_the_worker() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let h = owned.pool.low.exec(ReadyThenPanicOnDrop);
+    assert_eq!(block_on(h).unwrap(), 3);
+    assert_eq!(block_on(owned.pool.low.exec(run(|| 4))).unwrap(), 4);
+    block_on(owned.close());
+}
