@@ -11,10 +11,16 @@
 //! injector, then steals a batch from the other workers, starting with its
 //! right-hand neighbour so that thieves spread out.
 //!
-//! Invariant: [`WorkQueue::pop`] returns `None` only if, at some instant
-//! during the call, every deque and the injector was empty; crossbeam's
-//! transient `Retry` makes it go round again. Together with the status-bit
-//! protocol this means a task pushed anywhere is found by some awake worker.
+//! Invariant: every task in a deque or the injector was put there by a push
+//! that marked the channel's status bit afterwards (see `status`). A batch
+//! steal moves tasks into the thief's local deque, where they sit invisible
+//! to others for a moment (crossbeam takes them from the source before they
+//! appear in the destination), so a worker that looked then may clear the
+//! bit: the thief therefore treats the move as a push and marks the bit
+//! again, and wakes a sleeper to share the batch. `pop` returns `None` only
+//! after finding every source empty (crossbeam's transient `Retry` makes it
+//! go round again); a task in flight during that look is covered by the
+//! mark that follows its move.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -167,7 +173,7 @@ impl WorkQueue {
     }
 
     /// Takes a task: local deque, then injector, then the other workers'
-    /// deques. `None` only if all were empty at one instant of the call.
+    /// deques. `None` only if it found every source empty.
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
         let local = worker.local.map(|l| &l.deques[channel]);
@@ -184,7 +190,7 @@ impl WorkQueue {
                 None => self.injector.steal(),
             };
             match from_injector {
-                Steal::Success(task) => return Some(task),
+                Steal::Success(task) => return Some(moved(task, local, link)),
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
             }
@@ -199,7 +205,7 @@ impl WorkQueue {
                     None => stealer.steal(),
                 };
                 match stolen {
-                    Steal::Success(task) => return Some(task),
+                    Steal::Success(task) => return Some(moved(task, local, link)),
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
                 }
@@ -209,6 +215,20 @@ impl WorkQueue {
             }
         }
     }
+}
+
+/// After a batch steal into `local`: the rest of the batch was pushed there,
+/// so mark the bit and let the sleep protocol wake a helper (see the module
+/// doc). Returns `task`, the one the thief runs now.
+fn moved(
+    task: RunningTask,
+    local: Option<&Worker<RunningTask>>,
+    link: &ChannelLink,
+) -> RunningTask {
+    if local.is_some_and(|local| !local.is_empty()) {
+        link.shared.pushed(link.index);
+    }
+    task
 }
 
 impl Default for WorkQueue {

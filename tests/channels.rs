@@ -191,3 +191,65 @@ fn two_hundred_channels_are_served_highest_first() {
     assert!(gate.wait_for(FAILSAFE));
     block_on(owned.close());
 }
+
+/// A channel whose `pop` panics once when armed.
+#[derive(Default)]
+struct Flaky {
+    inner: VecDequeChannel,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Channel for Flaky {
+    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
+        self.inner.attach(link)
+    }
+    fn link(&self) -> Option<&ChannelLink> {
+        self.inner.link()
+    }
+    fn push(&self, task: RunningTask, link: &ChannelLink) {
+        self.inner.push(task, link)
+    }
+    fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            panic!("flaky channel");
+        }
+        self.inner.pop(worker)
+    }
+}
+
+struct WithFlaky(Flaky);
+
+impl PoolBehavior for WithFlaky {
+    type ChannelKey = Key;
+    fn config(&self) -> PoolConfig<Key> {
+        PoolConfig {
+            threads: 1,
+            schedule: ScheduleAlgorithm::HighestFirst,
+            levels: vec![vec![ChannelParams {
+                key: Key::Stack,
+                complete_on_close: true,
+            }]],
+        }
+    }
+    fn channel(&self, _key: Key) -> &dyn Channel {
+        &self.0
+    }
+}
+
+#[test]
+fn a_panicking_channel_does_not_kill_the_worker() {
+    let owned = OwnedPool::new(WithFlaky(Flaky::default())).unwrap();
+    block_on(owned.pool.0.exec(run(|| ()))).unwrap();
+    owned.pool.0.armed.store(true, Ordering::SeqCst);
+    // The first pop panics; the worker goes on and serves the rest.
+    let handles: Vec<_> = (0..10).map(|i| owned.pool.0.exec(run(move || i))).collect();
+    let done = common::CountDown::new(1);
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let sum: i32 = handles.into_iter().map(|h| block_on(h).unwrap()).sum();
+        assert_eq!(sum, 45);
+        d.tick();
+    });
+    assert!(done.wait_for(FAILSAFE), "the single worker died");
+    assert!(common::close_within(owned, FAILSAFE));
+}

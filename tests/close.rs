@@ -159,3 +159,28 @@ fn dropping_an_owned_pool_closes_it_and_blocks_until_done() {
     assert_eq!(Arc::strong_count(&pool), 1);
     opener.join().unwrap();
 }
+
+#[test]
+fn an_abandoned_parked_task_does_not_hold_close() {
+    // A complete_on_close future that parks and keeps no waker: once its
+    // handle is dropped nothing can ever wake it, and it is freed.
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let polled = Gate::new();
+    let p = polled.clone();
+    let handle = owned.pool.high.exec(futures::future::poll_fn(move |_cx| {
+        let _keep = &token;
+        p.open();
+        std::task::Poll::<()>::Pending
+    }));
+    assert!(polled.wait_for(common::FAILSAFE));
+    // The worker may still hold it for an instant after the poll.
+    block_on(owned.pool.high.exec(run(|| ()))).unwrap();
+    drop(handle);
+    assert_eq!(drops.drops(), 1, "freed with its last reference");
+    assert!(
+        common::close_within(owned, common::FAILSAFE),
+        "close waited for it"
+    );
+}

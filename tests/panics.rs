@@ -6,6 +6,7 @@ mod common;
 use common::TwoLevels;
 use futures::executor::block_on;
 use smartpool::prelude::*;
+use std::future::Future;
 
 #[test]
 fn one_thread_survives_a_thousand_panics() {
@@ -65,4 +66,45 @@ fn a_future_panicking_in_drop_keeps_its_output_and_the_worker() {
     assert_eq!(block_on(h).unwrap(), 3);
     assert_eq!(block_on(owned.pool.low.exec(run(|| 4))).unwrap(), 4);
     block_on(owned.close());
+}
+
+/// An output whose destructor panics.
+struct PanicOnDropOutput;
+
+impl Drop for PanicOnDropOutput {
+    fn drop(&mut self) {
+        panic!("output dropped");
+    }
+}
+
+#[test]
+fn a_detached_output_panicking_in_drop_does_not_break_close() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    // Detached: the worker holds the last reference and frees the output.
+    drop(owned.pool.high.exec(run(|| PanicOnDropOutput)));
+    assert_eq!(block_on(owned.pool.high.exec(run(|| 5))).unwrap(), 5);
+    assert!(common::close_within(owned, common::FAILSAFE), "close hung");
+}
+
+struct PanickingWaker;
+
+impl futures::task::ArcWake for PanickingWaker {
+    fn wake_by_ref(_: &std::sync::Arc<Self>) {
+        panic!("joiner's waker");
+    }
+}
+
+#[test]
+fn a_panicking_join_waker_does_not_break_the_worker_or_close() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let gate = common::Gate::new();
+    let g = gate.clone();
+    let mut handle = owned.pool.high.exec(run(move || g.wait()));
+    let waker = futures::task::waker(std::sync::Arc::new(PanickingWaker));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut handle).poll(&mut cx).is_pending());
+    gate.open(); // completes on the worker, which wakes the panicking waker
+    assert_eq!(block_on(owned.pool.high.exec(run(|| 6))).unwrap(), 6);
+    assert!(handle.is_finished());
+    assert!(common::close_within(owned, common::FAILSAFE), "close hung");
 }

@@ -91,6 +91,9 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 index,
             };
             if pool.behavior.channel(key).attach(link).is_err() {
+                // Channels attached so far must refuse work: no worker will
+                // ever serve them.
+                shared.close.abort();
                 return Err(ConfigError::ChannelAttached {
                     key: format!("{key:?}"),
                 });

@@ -16,12 +16,12 @@ use crate::task::{RunOutcome, RunningTask};
 pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     let local = Rc::new(local);
     let entered = steal::enter(local.clone());
-    // The loop itself never unwinds from a task (tasks and followups are
-    // caught); a panicking third-party channel ends this worker, and the
-    // exit protocol below still runs so that close cannot hang on it.
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(&pool, &local))) {
+    // Tasks and followups catch their own panics; a panicking third-party
+    // channel unwinds out of `work`. The worker logs it and goes on: its
+    // idle state, if any, left the idle count as it unwound.
+    while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(&pool, &local))) {
         log::error!(
-            "smartpool: worker {} stopped: a channel panicked: {}",
+            "smartpool: worker {}: a channel panicked: {}; the worker goes on",
             local.index,
             crate::task::panic_message(&*panic)
         );
@@ -33,7 +33,13 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         // Pairs with the post fence of a push that raced termination (see
         // `close`): either that pusher sees TERMINATED, or we see its task.
         fence(Ordering::SeqCst);
-        pool.drain_all();
+        // Close must be signalled even if a channel panics while draining.
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| pool.drain_all())) {
+            log::error!(
+                "smartpool: a channel panicked in the final drain: {}",
+                crate::task::panic_message(&*panic)
+            );
+        }
         shared.close.finish();
     }
 }
@@ -56,7 +62,7 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
                 return;
             }
             if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
-                shared.sleep.work_found(idle, shared.status.any());
+                shared.sleep.work_found(idle, || shared.status.any());
                 execute(pool, task, channel);
                 continue 'work;
             }

@@ -97,12 +97,22 @@ pub(crate) struct Sleep {
 }
 
 /// Evidence that a worker is idle: exists from `start_looking` until
-/// `work_found`, and carries the worker's progress towards sleep.
+/// `work_found`, and carries the worker's progress towards sleep. Dropped
+/// any other way (the worker exits, or unwinds from a panicking channel),
+/// it takes the worker off the idle count, so no phantom idle worker keeps
+/// posters from waking sleepers.
 #[derive(Debug)]
-pub(crate) struct IdleState {
+pub(crate) struct IdleState<'a> {
+    sleep: &'a Sleep,
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
+}
+
+impl Drop for IdleState<'_> {
+    fn drop(&mut self) {
+        self.sleep.counters.sub_inactive();
+    }
 }
 
 impl Sleep {
@@ -120,31 +130,41 @@ impl Sleep {
     }
 
     /// The worker found no task and starts searching.
-    pub(crate) fn start_looking(&self, worker: usize) -> IdleState {
+    pub(crate) fn start_looking(&self, worker: usize) -> IdleState<'_> {
         self.counters.add_inactive();
         IdleState {
+            sleep: self,
             worker,
             rounds: 0,
             sleepy: None,
         }
     }
 
-    /// The idle worker found a task. `more_work` says whether the status bits
-    /// still show work after it took its task: if so, and it was the last
-    /// awake idle worker, it passes the search on to one sleeper, since jobs
-    /// posted while it was idle counted on it alone.
-    pub(crate) fn work_found(&self, idle: IdleState, more_work: bool) {
-        let _ = idle;
+    /// The idle worker found a task. If it was the last awake idle worker
+    /// and work remains (`more_work`, asked after it left idle), it passes
+    /// the search on to one sleeper: jobs posted while it was idle counted on
+    /// it alone.
+    ///
+    /// Leaving idle, then the fence, then looking: a poster that saw this
+    /// worker idle (and so woke nobody) stored its job and ran its fences
+    /// before reading the counters; either its set fence precedes ours and
+    /// `more_work` sees its bit, or ours precedes it and it saw us leave.
+    pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
+        std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = self.counters.sub_inactive();
-        if more_work && after.awake_idle() == 0 && after.sleeping() > 0 {
-            self.wake_any(1);
+        if after.awake_idle() == 0 && after.sleeping() > 0 {
+            // Pairs with the set fence of `Status::mark`.
+            fence(Ordering::SeqCst);
+            if more_work() {
+                self.wake_any(1);
+            }
         }
     }
 
     /// One empty search round. May block until woken. `final_check` is the
     /// last look before blocking: it must return `true` if any status bit is
     /// set or the pool is terminating.
-    pub(crate) fn no_work_found(&self, idle: &mut IdleState, final_check: impl Fn() -> bool) {
+    pub(crate) fn no_work_found(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> bool) {
         if idle.rounds < ROUNDS_UNTIL_SLEEPY {
             idle.rounds += 1;
             yield_now();
@@ -156,7 +176,7 @@ impl Sleep {
         }
     }
 
-    fn sleep(&self, idle: &mut IdleState, final_check: impl Fn() -> bool) {
+    fn sleep(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> bool) {
         let sleepy = idle.sleepy.take().expect("only sleepy workers sleep");
         let slot = &self.slots[idle.worker];
         let mut blocked = lock(&slot.blocked);

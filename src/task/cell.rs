@@ -27,6 +27,20 @@ pub(crate) struct Header {
     pub(super) join_waker: AtomicWaker,
 }
 
+impl Drop for Header {
+    /// A task freed while still counted towards close (parked, then every
+    /// waker and its handle dropped without a wake) releases its count, so
+    /// that close does not wait for a task that can no longer run.
+    fn drop(&mut self) {
+        // Exclusive access in `Drop`: a relaxed load sees the last write.
+        if self.counted.load(Ordering::Relaxed) {
+            if let Some(pool) = self.scheduler.upgrade() {
+                pool.release_counted();
+            }
+        }
+    }
+}
+
 impl Header {
     /// Hands a claimed task to its pool, or drops it if the pool is gone.
     fn reschedule(&self, task: RunningTask) {
@@ -163,10 +177,28 @@ impl<F: Future> TaskCell<F> {
         }
     }
 
-    /// Marks the task complete and tells its joiner.
+    /// Marks the task complete and tells its joiner. The joiner's waker is
+    /// user code: its panic is caught so that the caller's accounting runs.
     fn complete(&self) {
         self.header.state.complete();
-        self.header.join_waker.wake();
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.header.join_waker.wake())) {
+            log::error!(
+                "smartpool: a JoinHandle's waker panicked: {}",
+                super::join::panic_message(&*panic)
+            );
+        }
+    }
+}
+
+/// Drops the worker's reference to a task. If it is the last (the handle was
+/// detached and no waker is left), this frees the cell and drops the future
+/// or output: user code, whose panic must not unwind into the worker.
+fn drop_reference<T>(task: Arc<T>) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(task))) {
+        log::error!(
+            "smartpool: dropping a finished task panicked: {}",
+            super::join::panic_message(&*panic)
+        );
     }
 }
 
@@ -189,13 +221,18 @@ where
         };
         // SAFETY: the future lives inside the task's `Arc` allocation, which
         // never moves, and is never moved out of the stage: it leaves only by
-        // being dropped in place by `set_stage`. So it stays pinned.
+        // being dropped in place by `set_stage` or with the cell. So it stays
+        // pinned.
         let future = unsafe { Pin::new_unchecked(future) };
         let output = match catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
             Ok(Poll::Pending) => {
                 drop(stage);
+                drop(waker); // not the last reference: we hold `self`
                 return match self.header.state.end_poll_pending() {
-                    Park::Parked => RunOutcome::Parked,
+                    Park::Parked => {
+                        drop_reference(self);
+                        RunOutcome::Parked
+                    }
                     Park::Requeue => RunOutcome::Requeue(RunningTask::new(self)),
                 };
             }
@@ -208,10 +245,11 @@ where
         };
         Self::set_stage(&mut stage, Stage::Finished(output));
         drop(stage);
+        let counted = self.header.counted.swap(false, Ordering::Relaxed);
         self.complete();
-        RunOutcome::Completed {
-            counted: self.header.counted.swap(false, Ordering::Relaxed),
-        }
+        drop(waker);
+        drop_reference(self);
+        RunOutcome::Completed { counted }
     }
 
     fn cancel(&self) {
@@ -219,6 +257,7 @@ where
         Self::set_stage(&mut stage, Stage::Finished(Err(JoinError::cancelled())));
         drop(stage);
         self.complete();
+        // (Never panics: `complete` and `set_stage` catch user code.)
         if self.header.counted.swap(false, Ordering::Relaxed) {
             if let Some(pool) = self.header.scheduler.upgrade() {
                 pool.release_counted();

@@ -52,11 +52,16 @@
 //!   memory to that coming poll, whose own transition acquires it. Without
 //!   that write, a waker's store and the poller's read could miss each other
 //!   (store buffering) and the wake-up would be lost.
-//! * The stage is touched only by the token holder (poll, cancel) and, after
-//!   `COMPLETE`, by the joiner: the mutex around it is never contended and
-//!   serves to keep that exclusivity checked by the compiler rather than
-//!   asserted by `unsafe`.
-//! * The task is freed when the last `Arc` goes, exactly once, by `Arc`.
+//! * The stage is touched only by the token holder (poll, cancel), after
+//!   `COMPLETE` by the joiner, and by whoever drops the last `Arc` (the cell
+//!   is freed with what the stage holds): the mutex around it is never
+//!   contended and serves to keep that exclusivity checked by the compiler
+//!   rather than asserted by `unsafe`.
+//! * The task is freed when the last `Arc` goes, exactly once, by `Arc`. A
+//!   task freed while still counted towards close releases its count then.
+//! * User code run on the pool's behalf (poll, the future's and the
+//!   output's drop, the joiner's waker) is caught: a panic there never
+//!   unwinds through the state machine or the close accounting.
 
 mod cell;
 mod join;

@@ -140,3 +140,39 @@ impl DropCounter {
 
 /// Generous fail-safe for waits that should end at once.
 pub const FAILSAFE: Duration = Duration::from_secs(20);
+
+/// Closes `owned` on another thread; returns whether close resolved within
+/// `limit` (so that a hang fails the test instead of hanging it).
+pub fn close_within<B: PoolBehavior>(owned: OwnedPool<B>, limit: Duration) -> bool {
+    let done = Gate::new();
+    let d = done.clone();
+    std::thread::spawn(move || {
+        futures::executor::block_on(owned.close());
+        d.open();
+    });
+    done.wait_for(limit)
+}
+
+/// Counts down to zero, then opens its gate.
+#[derive(Clone)]
+pub struct CountDown(Arc<AtomicUsize>, Gate);
+
+impl CountDown {
+    pub fn new(n: usize) -> CountDown {
+        let gate = Gate::new();
+        if n == 0 {
+            gate.open();
+        }
+        CountDown(Arc::new(AtomicUsize::new(n)), gate)
+    }
+
+    pub fn tick(&self) {
+        if self.0.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.1.open();
+        }
+    }
+
+    pub fn wait_for(&self, limit: Duration) -> bool {
+        self.1.wait_for(limit)
+    }
+}
