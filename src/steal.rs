@@ -16,11 +16,11 @@
 //! steal moves tasks into the thief's local deque, where they sit invisible
 //! to others for a moment (crossbeam takes them from the source before they
 //! appear in the destination), so a worker that looked then may clear the
-//! bit: the thief therefore treats the move as a push and marks the bit
-//! again, and wakes a sleeper to share the batch. `pop` returns `None` only
-//! after finding every source empty (crossbeam's transient `Retry` makes it
-//! go round again); a task in flight during that look is covered by the
-//! mark that follows its move.
+//! bit: the thief therefore announces the move as a push (marks the bit, and
+//! lets the sleep protocol wake a helper if no idle worker will find the
+//! rest). `pop` returns `None` only after finding every source empty
+//! (crossbeam's transient `Retry` makes it go round again); a task in flight
+//! during that look is covered by the announcement that follows its move.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -217,16 +217,16 @@ impl WorkQueue {
     }
 }
 
-/// After a batch steal into `local`: the rest of the batch was pushed there,
-/// so mark the bit and let the sleep protocol wake a helper (see the module
-/// doc). Returns `task`, the one the thief runs now.
+/// After a batch steal into `local`: the rest of the batch was moved there,
+/// so announce it as a push (see the module doc). Returns `task`, the one the
+/// thief runs now.
 fn moved(
     task: RunningTask,
     local: Option<&Worker<RunningTask>>,
     link: &ChannelLink,
 ) -> RunningTask {
     if local.is_some_and(|local| !local.is_empty()) {
-        link.shared.pushed(link.index);
+        link.announce();
     }
     task
 }

@@ -184,3 +184,45 @@ fn an_abandoned_parked_task_does_not_hold_close() {
         "close waited for it"
     );
 }
+
+/// Its destructor is slow and records that it finished.
+struct SlowDrop(Arc<AtomicUsize>);
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        // Widens the window in which a too-early close would be seen.
+        std::thread::sleep(Duration::from_millis(100));
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn close_resolves_only_after_an_abandoned_tasks_destructor_ran() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = SlowDrop(dropped.clone());
+    let polled = Gate::new();
+    let p = polled.clone();
+    let handle = owned.pool.high.exec(futures::future::poll_fn(move |_cx| {
+        let _keep = &guard;
+        p.open();
+        std::task::Poll::<()>::Pending
+    }));
+    assert!(polled.wait_for(common::FAILSAFE));
+    block_on(owned.pool.high.exec(run(|| ()))).unwrap();
+    // Close waits for the parked counted task; dropping its last reference
+    // frees it here, on this thread, and its destructor takes a while.
+    let seen_at_close = Arc::new(AtomicUsize::new(usize::MAX));
+    let (seen, d) = (seen_at_close.clone(), dropped.clone());
+    let closer = std::thread::spawn(move || {
+        block_on(owned.close());
+        seen.store(d.load(Ordering::SeqCst), Ordering::SeqCst);
+    });
+    drop(handle);
+    closer.join().unwrap();
+    assert_eq!(
+        seen_at_close.load(Ordering::SeqCst),
+        1,
+        "close resolved before the destructor ran"
+    );
+}

@@ -29,6 +29,13 @@ impl ChannelLink {
         self.shared.close.is_open()
     }
 
+    /// Tells the pool that tasks became visible in this channel without a
+    /// push through `exec` or `submit` (an internal move between queues): it
+    /// marks the channel's status bit and may wake a worker.
+    pub fn announce(&self) {
+        self.shared.pushed(self.index);
+    }
+
     /// Pushes `task` onto the calling worker's local queue for this channel,
     /// if the caller is a worker thread of this pool; gives it back if not.
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {

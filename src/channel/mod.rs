@@ -12,8 +12,8 @@
 //! invariants: after [`Channel::push`] they mark the channel's status bit and
 //! wake a sleeping worker if needed (see `status` and `sleep`), and they do
 //! the close accounting. A channel only has to store and hand out tasks, and
-//! keep one promise: `pop` returns `None` only if the channel was empty at
-//! some instant during the call.
+//! keep one promise: `pop` finds every task whose push has completed and that
+//! nobody else took (see [`Channel::pop`]).
 //!
 //! The built-ins: [`VecDequeChannel`] (first in, first out, with per-worker
 //! local queues and stealing) and [`MultiChannel`] (several inner channels,
@@ -49,8 +49,14 @@ pub trait Channel: Send + Sync {
     /// afterwards; do not call it directly.
     fn push(&self, task: RunningTask, link: &ChannelLink);
 
-    /// Takes the next task to run, on behalf of `worker`. Must return `None`
-    /// only if the channel was empty at some instant during the call (never
-    /// because of a transient conflict: retry those).
+    /// Takes the next task to run, on behalf of `worker`.
+    ///
+    /// Must return `None` only if it found no task: every task whose `push`
+    /// completed before this call, and that no other `pop` took, must be
+    /// found (retry transient conflicts rather than give up). A channel that
+    /// moves tasks between internal queues, where a concurrent `pop` could
+    /// miss them in flight, must call [`ChannelLink::announce`] after each
+    /// move, as after a push: the pool's status bit for the channel may have
+    /// been cleared by a worker that looked during the move.
     fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask>;
 }

@@ -56,10 +56,9 @@ impl<C: Channel> Channel for MultiChannel<C> {
     fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let n = self.inner.len();
         let start = self.next_pop.fetch_add(1, Ordering::Relaxed) % n;
-        // Each inner pop returns `None` only if that shard was empty at some
-        // instant, so all `None` means the whole was empty at some instant
-        // of each look; a push that lands behind our look is marked by its
-        // own status-bit update, which the caller's clear-and-recheck sees.
+        // Each inner pop finds every completed push to its shard; a push that
+        // lands in a shard we already passed is covered by its own status-bit
+        // mark, which the pool's clear-and-look-again protocol sees.
         (0..n).find_map(|k| self.inner[(start + k) % n].pop(worker))
     }
 }

@@ -11,7 +11,7 @@ pub(crate) use shared::Shared;
 
 use std::fmt;
 use std::ops::Deref;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::behavior::PoolBehavior;
@@ -72,18 +72,37 @@ impl<B: PoolBehavior> Pool<B> {
             return Some(task);
         }
         status.clear(bit);
-        let task = channel.pop(worker)?;
+        // A pusher whose fence came first counts on this second look; if the
+        // channel panics in it, set the bit again (a stale set bit is
+        // harmless) before the panic leaves.
+        let task = match catch_unwind(AssertUnwindSafe(|| channel.pop(worker))) {
+            Ok(task) => task?,
+            Err(panic) => {
+                status.set(bit);
+                resume_unwind(panic);
+            }
+        };
         status.set(bit);
         Some(task)
     }
 
-    /// Drops every queued task (the last worker's final drain).
+    /// Drops every queued task (the last worker's final drain). A channel
+    /// that panics is logged and skipped; the others are still drained.
     fn drain_all(&self) {
         let outside = WorkerContext::outside(&self.shared);
         for index in 0..self.keys.len() {
             let channel = self.channel_at(index);
-            while let Some(task) = channel.pop(&outside) {
-                drop(task);
+            let drained = catch_unwind(AssertUnwindSafe(|| {
+                while let Some(task) = channel.pop(&outside) {
+                    drop(task);
+                }
+            }));
+            if let Err(panic) = drained {
+                log::error!(
+                    "smartpool: channel {:?} panicked in the final drain: {}",
+                    self.keys[index],
+                    crate::task::panic_message(&*panic)
+                );
             }
         }
     }

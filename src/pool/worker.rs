@@ -4,6 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Pool;
 use crate::behavior::PoolBehavior;
@@ -18,13 +19,20 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     let entered = steal::enter(local.clone());
     // Tasks and followups catch their own panics; a panicking third-party
     // channel unwinds out of `work`. The worker logs it and goes on: its
-    // idle state, if any, left the idle count as it unwound.
+    // idle state, if any, left the idle count as it unwound, and `take` set
+    // the channel's bit again. A channel that panics every time would make
+    // this a busy loop, so each restart first pauses, longer each time in a
+    // row (up to 100 ms): the worker stays alive to serve other channels
+    // and close, at a bounded cost.
+    let mut pause = Duration::from_millis(1);
     while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(&pool, &local))) {
         log::error!(
             "smartpool: worker {}: a channel panicked: {}; the worker goes on",
             local.index,
             crate::task::panic_message(&*panic)
         );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
     local.drain();
     drop(entered);
@@ -33,13 +41,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         // Pairs with the post fence of a push that raced termination (see
         // `close`): either that pusher sees TERMINATED, or we see its task.
         fence(Ordering::SeqCst);
-        // Close must be signalled even if a channel panics while draining.
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| pool.drain_all())) {
-            log::error!(
-                "smartpool: a channel panicked in the final drain: {}",
-                crate::task::panic_message(&*panic)
-            );
-        }
+        pool.drain_all(); // catches channel panics: close is always signalled
         shared.close.finish();
     }
 }

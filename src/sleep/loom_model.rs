@@ -70,13 +70,13 @@ impl World {
         loop {
             if self.status.is_set(bit) {
                 if self.take() {
-                    self.sleep.work_found(idle, || false);
+                    self.sleep.work_found(idle, || self.status.any());
                     return true;
                 }
                 self.status.clear(bit);
                 if self.take() {
                     self.status.set(bit);
-                    self.sleep.work_found(idle, || false);
+                    self.sleep.work_found(idle, || self.status.any());
                     return true;
                 }
             }

@@ -145,10 +145,15 @@ impl Sleep {
     /// the search on to one sleeper: jobs posted while it was idle counted on
     /// it alone.
     ///
-    /// Leaving idle, then the fence, then looking: a poster that saw this
-    /// worker idle (and so woke nobody) stored its job and ran its fences
-    /// before reading the counters; either its set fence precedes ours and
-    /// `more_work` sees its bit, or ours precedes it and it saw us leave.
+    /// Leaving idle, then the fence, then looking. A poster P that saw this
+    /// worker W idle, and so woke nobody, read the counters before W's
+    /// decrement in their modification order; P stored its job and ran its
+    /// post fence (and its set fence, if it set the bit) before that read.
+    /// So P's fences precede W's fence, and W's look at the bits sees P's
+    /// bit, or a later state in which a clearing worker's second look took
+    /// the job. If other workers are still awake and idle, W skips the look:
+    /// the last of them to leave does it, and one that falls asleep instead
+    /// sees the bit in its own final check.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = self.counters.sub_inactive();

@@ -30,7 +30,9 @@ pub(crate) struct Header {
 impl Drop for Header {
     /// A task freed while still counted towards close (parked, then every
     /// waker and its handle dropped without a wake) releases its count, so
-    /// that close does not wait for a task that can no longer run.
+    /// that close does not wait for a task that can no longer run. (A future
+    /// that keeps its own waker is a reference cycle: never freed, it keeps
+    /// close waiting, as a future that is never woken does.)
     fn drop(&mut self) {
         // Exclusive access in `Drop`: a relaxed load sees the last write.
         if self.counted.load(Ordering::Relaxed) {
@@ -60,9 +62,13 @@ pub(super) enum Stage<F: Future> {
 }
 
 /// The heap cell of one task: one allocation holds header and future.
+///
+/// Field order matters: fields drop in declaration order, so a cell freed
+/// while still counted drops its future before `Header::drop` releases the
+/// count, and close never resolves before that destructor ran.
 pub(super) struct TaskCell<F: Future> {
-    pub(super) header: Header,
     pub(super) stage: Mutex<Stage<F>>,
+    pub(super) header: Header,
 }
 
 /// What running a task came to.
@@ -151,6 +157,7 @@ where
     F::Output: Send + 'static,
 {
     let cell = Arc::new(TaskCell {
+        stage: Mutex::new(Stage::Running(future)),
         header: Header {
             state: State::new_scheduled(),
             from: AtomicUsize::new(0),
@@ -158,7 +165,6 @@ where
             scheduler,
             join_waker: AtomicWaker::new(),
         },
-        stage: Mutex::new(Stage::Running(future)),
     });
     let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
     (RunningTask::new(cell), join)
