@@ -157,7 +157,7 @@ fn main() {
     println!(
         "\nWith a level of its own, a realtime task typically waits for the backlog task\n\
          in progress to finish; in one FIFO queue it waits behind the whole backlog.\n\
-         (Tail waits include the OS descheduling workers: this demo's submitting\n\
-         thread shares the cores with them.)"
+         (On a 2-core machine the tail is mostly this demo's submitting thread\n\
+         competing with the workers for the cores: see BENCHMARKS.md.)"
     );
 }
