@@ -1,0 +1,469 @@
+//! The suite: every workload on every peer, in one process run, reported as
+//! medians and ratios to tokio, with the targets of the benchmarks issue.
+//!
+//! Full run:  `cargo bench -p smartpool-bench`
+//! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
+//! Threads:   `SMARTPOOL_BENCH_THREADS=4` (default 2)
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use criterion::{BenchmarkGroup, Criterion};
+use hdrhistogram::Histogram;
+use smartpool_bench::peers::{
+    AsyncExecutor, FuturesPool, Original, Peer, Rayon, Smartpool, Spawner, Tokio,
+};
+use smartpool_bench::workloads;
+
+const PEERS: [&str; 6] = [
+    "tokio",
+    "rayon",
+    "async-executor",
+    "futures ThreadPool",
+    "smartpool",
+    "smartpool 0.3.2",
+];
+
+/// Calls `$f::<Peer>($args)` for every peer, in `PEERS` order.
+macro_rules! each_peer {
+    ($f:ident($($a:expr),*)) => {
+        $f::<Tokio>($($a),*);
+        $f::<Rayon>($($a),*);
+        $f::<AsyncExecutor>($($a),*);
+        $f::<FuturesPool>($($a),*);
+        $f::<Smartpool>($($a),*);
+        $f::<Original>($($a),*);
+    };
+}
+
+struct Sizes {
+    quick: bool,
+    threads: usize,
+    spawn: usize,
+    yield_tasks: usize,
+    yields: usize,
+    rounds: usize,
+    chain: usize,
+    wake_samples: usize,
+    backlog: usize,
+    idle: Duration,
+    sparse: Duration,
+}
+
+impl Sizes {
+    fn from_env() -> Sizes {
+        let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
+        let threads = std::env::var("SMARTPOOL_BENCH_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(2);
+        let pick = |full, tiny| if quick { tiny } else { full };
+        Sizes {
+            quick,
+            threads,
+            spawn: pick(1_000_000, 10_000),
+            yield_tasks: pick(1_000, 50),
+            yields: pick(1_000, 50),
+            rounds: pick(100_000, 1_000),
+            chain: pick(100_000, 1_000),
+            wake_samples: pick(10_000, 50),
+            backlog: pick(100_000, 500),
+            idle: if quick {
+                Duration::from_millis(200)
+            } else {
+                Duration::from_secs(2)
+            },
+            sparse: if quick {
+                Duration::from_millis(300)
+            } else {
+                Duration::from_secs(3)
+            },
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Row {
+    W1,
+    W2,
+    W3,
+    W4,
+    W5,
+}
+
+impl Row {
+    fn title(self) -> &'static str {
+        match self {
+            Row::W1 => "W1 spawn from outside (ns/task)",
+            Row::W2 => "W2 spawn inside (ns/task)",
+            Row::W3 => "W3 yield (ns/yield)",
+            Row::W4 => "W4 ping-pong (ns/round trip)",
+            Row::W5 => "W5 chained spawn (ns/hop)",
+        }
+    }
+
+    fn needs_futures(self) -> bool {
+        matches!(self, Row::W3 | Row::W4)
+    }
+
+    /// One run: its wall time and how many units (tasks, yields, ...).
+    fn run<S: Spawner>(self, s: &S, z: &Sizes) -> (Duration, usize) {
+        match self {
+            Row::W1 => (workloads::spawn_outside(s, z.spawn), z.spawn),
+            Row::W2 => (workloads::spawn_inside(s, z.spawn), z.spawn),
+            Row::W3 => (
+                workloads::yields(s, z.yield_tasks, z.yields),
+                z.yield_tasks * z.yields,
+            ),
+            Row::W4 => (workloads::ping_pong(s, z.rounds), z.rounds),
+            Row::W5 => (workloads::chain(s, z.chain), z.chain),
+        }
+    }
+}
+
+/// Per-unit times (ns) of every measured run, by row and peer.
+type Samples = BTreeMap<(Row, &'static str), Vec<f64>>;
+
+fn bench_row<P: Peer>(
+    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    row: Row,
+    z: &Sizes,
+    samples: &mut Samples,
+) {
+    if row.needs_futures() && !P::FUTURES {
+        return;
+    }
+    let peer = P::start(z.threads);
+    let s = peer.spawner();
+    let out = samples.entry((row, P::NAME)).or_default();
+    group.bench_function(P::NAME, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (took, units) = row.run(&s, z);
+                out.push(took.as_nanos() as f64 / units as f64);
+                total += took;
+            }
+            total
+        })
+    });
+    drop(peer);
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    Some(v[v.len() / 2])
+}
+
+struct Latency {
+    wake: BTreeMap<&'static str, Histogram<u64>>,
+    urgent: BTreeMap<&'static str, workloads::Priority>,
+    idle: BTreeMap<&'static str, Duration>,
+    sparse: BTreeMap<&'static str, Duration>,
+}
+
+fn latency_rows<P: Peer>(z: &Sizes, out: &mut Latency) {
+    eprintln!("latency and cost rows: {}", P::NAME);
+    {
+        let peer = P::start(z.threads);
+        let s = peer.spawner();
+        out.wake.insert(
+            P::NAME,
+            workloads::wake_latency(&s, z.wake_samples, Duration::from_millis(1)),
+        );
+        out.urgent.insert(
+            P::NAME,
+            workloads::priority(
+                &s,
+                z.backlog,
+                Duration::from_micros(20),
+                Duration::from_millis(1),
+            ),
+        );
+        out.sparse.insert(
+            P::NAME,
+            workloads::sparse_cost(&s, z.sparse, Duration::from_millis(1)),
+        );
+    }
+    out.idle
+        .insert(P::NAME, workloads::idle_cost::<P>(z.threads, z.idle));
+}
+
+fn us(ns: u64) -> String {
+    let us = ns as f64 / 1e3;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.1} ms", us / 1e3)
+    }
+}
+
+/// A row of values, each with its ratio to tokio's.
+fn table_row(title: &str, values: &BTreeMap<&str, f64>, show: impl Fn(f64) -> String) -> String {
+    let tokio = values.get("tokio").copied();
+    let cells: Vec<String> = PEERS
+        .iter()
+        .map(|p| match (values.get(p), tokio) {
+            (Some(&v), Some(t)) if t > 0.0 => format!("{} ({:.2})", show(v), v / t),
+            (Some(&v), _) => show(v),
+            (None, _) => "n/a".into(),
+        })
+        .collect();
+    format!("| {title} | {} |", cells.join(" | "))
+}
+
+fn ratio(values: &BTreeMap<&str, f64>, of: &str, to: &str) -> Option<f64> {
+    Some(values.get(of)? / values.get(to)?)
+}
+
+fn verdict(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "met",
+        Some(false) => "MISSED",
+        None => "n/a",
+    }
+}
+
+fn plot_w7(lat: &Latency, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let quantiles = [0.5, 0.9, 0.99, 0.999, 1.0];
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "W7: urgent task wait under a saturated backlog",
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..4f64, (1f64..5e6f64).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_labels(5)
+        .x_label_formatter(&|x| match x.round() as i64 {
+            0 => "p50".into(),
+            1 => "p90".into(),
+            2 => "p99".into(),
+            3 => "p99.9".into(),
+            _ => "max".into(),
+        })
+        .y_desc("wait (log scale)")
+        .y_label_formatter(&|v| {
+            if *v >= 1e6 {
+                format!("{:.0} s", v / 1e6)
+            } else if *v >= 1e3 {
+                format!("{:.0} ms", v / 1e3)
+            } else {
+                format!("{v:.0} µs")
+            }
+        })
+        .draw()?;
+    let colors = [RED, BLUE, GREEN, MAGENTA, BLACK, CYAN];
+    for (i, peer) in PEERS.iter().enumerate() {
+        let Some(p) = lat.urgent.get(peer) else {
+            continue;
+        };
+        let points: Vec<(f64, f64)> = quantiles
+            .iter()
+            .enumerate()
+            .map(|(x, &q)| {
+                (
+                    x as f64,
+                    (p.urgent.value_at_quantile(q) as f64 / 1e3).max(1.0),
+                )
+            })
+            .collect();
+        let color = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(*peer)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn main() {
+    let z = Sizes::from_env();
+    eprintln!(
+        "smartpool suite: {} threads{}",
+        z.threads,
+        if z.quick { ", quick (CI) sizes" } else { "" }
+    );
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(if z.quick {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_secs(1)
+        })
+        .measurement_time(if z.quick {
+            Duration::from_millis(50)
+        } else {
+            Duration::from_secs(4)
+        })
+        .configure_from_args();
+    let mut samples = Samples::new();
+    for row in [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5] {
+        let mut group = c.benchmark_group(row.title());
+        each_peer!(bench_row(&mut group, row, &z, &mut samples));
+        group.finish();
+    }
+    let mut lat = Latency {
+        wake: BTreeMap::new(),
+        urgent: BTreeMap::new(),
+        idle: BTreeMap::new(),
+        sparse: BTreeMap::new(),
+    };
+    each_peer!(latency_rows(&z, &mut lat));
+
+    // ---- report ---------------------------------------------------------
+    let mut lines = vec![
+        format!("| row ({} threads) | {} |", z.threads, PEERS.join(" | ")),
+        format!("|---|{}", "---|".repeat(PEERS.len())),
+    ];
+    let mut medians: BTreeMap<Row, BTreeMap<&str, f64>> = BTreeMap::new();
+    for ((row, peer), v) in &samples {
+        if let Some(m) = median(v) {
+            medians.entry(*row).or_default().insert(peer, m);
+        }
+    }
+    for (row, values) in &medians {
+        lines.push(table_row(row.title(), values, |v| format!("{v:.0}")));
+    }
+    let q = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64;
+    let w6p50: BTreeMap<&str, f64> = lat.wake.iter().map(|(p, h)| (*p, q(h, 0.5))).collect();
+    let w6p99: BTreeMap<&str, f64> = lat.wake.iter().map(|(p, h)| (*p, q(h, 0.99))).collect();
+    lines.push(table_row(
+        "W6 wake from sleep p50",
+        &w6p50,
+        |v| us(v as u64),
+    ));
+    lines.push(table_row(
+        "W6 wake from sleep p99",
+        &w6p99,
+        |v| us(v as u64),
+    ));
+    let w7 = |f: &dyn Fn(&workloads::Priority) -> f64| -> BTreeMap<&str, f64> {
+        lat.urgent.iter().map(|(p, r)| (*p, f(r))).collect()
+    };
+    let w7p50 = w7(&|r| q(&r.urgent, 0.5));
+    let w7p99 = w7(&|r| q(&r.urgent, 0.99));
+    let w7max = w7(&|r| r.urgent.max() as f64);
+    let w7drain = w7(&|r| r.drained.as_nanos() as f64);
+    lines.push(table_row("W7 urgent wait p50", &w7p50, |v| us(v as u64)));
+    lines.push(table_row("W7 urgent wait p99", &w7p99, |v| us(v as u64)));
+    lines.push(table_row("W7 urgent wait max", &w7max, |v| us(v as u64)));
+    lines.push(table_row("W7 backlog drain", &w7drain, |v| us(v as u64)));
+    let cpu = |m: &BTreeMap<&'static str, Duration>| -> BTreeMap<&str, f64> {
+        m.iter().map(|(p, d)| (*p, d.as_secs_f64() * 1e3)).collect()
+    };
+    let w8 = cpu(&lat.idle);
+    let w9 = cpu(&lat.sparse);
+    lines.push(table_row("W8 idle CPU (µs/s)", &w8, |v| {
+        format!("{:.1}", v * 1e3)
+    }));
+    lines.push(table_row("W9 sparse load CPU (ms/s)", &w9, |v| {
+        format!("{v:.1}")
+    }));
+
+    let ours = "smartpool";
+    let r = |row: Row| medians.get(&row).and_then(|m| ratio(m, ours, "tokio"));
+    let targets: Vec<(String, Option<f64>, Option<bool>)> = vec![
+        (
+            "W1 ≤ 0.5 × tokio".into(),
+            r(Row::W1),
+            r(Row::W1).map(|x| x <= 0.5),
+        ),
+        (
+            "W2 ≤ 0.4 × tokio".into(),
+            r(Row::W2),
+            r(Row::W2).map(|x| x <= 0.4),
+        ),
+        (
+            "W3 ≤ 1.0 × tokio".into(),
+            r(Row::W3),
+            r(Row::W3).map(|x| x <= 1.0),
+        ),
+        (
+            "W4 ≤ 1.0 × tokio".into(),
+            r(Row::W4),
+            r(Row::W4).map(|x| x <= 1.0),
+        ),
+        (
+            "W5 ≤ 0.5 × tokio".into(),
+            r(Row::W5),
+            r(Row::W5).map(|x| x <= 0.5),
+        ),
+        (
+            "W5 ≥ 3 × smartpool 0.3.2's throughput".into(),
+            medians
+                .get(&Row::W5)
+                .and_then(|m| ratio(m, "smartpool 0.3.2", ours)),
+            medians
+                .get(&Row::W5)
+                .and_then(|m| ratio(m, "smartpool 0.3.2", ours))
+                .map(|x| x >= 3.0),
+        ),
+        (
+            "W6 p50 ≤ 1.0 × tokio".into(),
+            ratio(&w6p50, ours, "tokio"),
+            ratio(&w6p50, ours, "tokio").map(|x| x <= 1.0),
+        ),
+        (
+            "W7 urgent p50 ≤ 15 µs".into(),
+            w7p50.get(ours).map(|v| v / 1e3),
+            w7p50.get(ours).map(|v| *v <= 15e3),
+        ),
+        (
+            "W7 urgent p99 ≤ 50 µs".into(),
+            w7p99.get(ours).map(|v| v / 1e3),
+            w7p99.get(ours).map(|v| *v <= 50e3),
+        ),
+        (
+            "W7 drain ≤ 1.05 × tokio".into(),
+            ratio(&w7drain, ours, "tokio"),
+            ratio(&w7drain, ours, "tokio").map(|x| x <= 1.05),
+        ),
+        (
+            "W8 idle < 100 µs/s".into(),
+            w8.get(ours).map(|v| v * 1e3),
+            w8.get(ours).map(|v| *v < 0.1),
+        ),
+        (
+            "W9 ≤ 1.0 × tokio".into(),
+            ratio(&w9, ours, "tokio"),
+            ratio(&w9, ours, "tokio").map(|x| x <= 1.0),
+        ),
+    ];
+    println!("\n## Results (value, and ratio to tokio in parentheses)\n");
+    for l in &lines {
+        println!("{l}");
+    }
+    println!("\n## Targets\n\n| target | measured | verdict |\n|---|---|---|");
+    for (t, m, ok) in &targets {
+        let m = m.map_or("n/a".into(), |m| format!("{m:.2}"));
+        println!("| {t} | {m} | {} |", verdict(*ok));
+    }
+    let svg = if z.quick {
+        std::env::temp_dir().join("smartpool-w7-latency.svg")
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("w7-latency.svg")
+    };
+    match plot_w7(&lat, &svg) {
+        Ok(()) => println!("\nW7 plot: {}", svg.display()),
+        Err(e) => println!("\nW7 plot failed: {e}"),
+    }
+}
