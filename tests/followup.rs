@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use common::{DropCounter, Gate, Lv, TwoLevels, FAILSAFE};
+use common::{scaled, DropCounter, Gate, Lv, TwoLevels, FAILSAFE};
 use futures::channel::oneshot;
 use futures::executor::block_on;
 use smartpool::prelude::*;
@@ -74,7 +74,7 @@ fn many_wakes_of_a_parked_task_queue_it_once() {
     let wakers: Vec<_> = (0..8)
         .map(|_| {
             let w = waker.clone();
-            std::thread::spawn(move || (0..1000).for_each(|_| w.wake_by_ref()))
+            std::thread::spawn(move || (0..scaled(1000)).for_each(|_| w.wake_by_ref()))
         })
         .collect();
     for w in wakers {
@@ -112,11 +112,12 @@ impl Future for SelfWaker {
 #[test]
 fn a_future_waking_itself_a_million_times_completes() {
     let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
-    let h = owned.pool.low.exec(SelfWaker { left: 1_000_000 });
+    let wakes = if cfg!(miri) { 1_000 } else { 1_000_000 };
+    let h = owned.pool.low.exec(SelfWaker { left: wakes });
     assert_eq!(block_on(h).unwrap(), 7);
     assert_eq!(
         owned.pool.followups[Lv::Low as usize].load(Ordering::SeqCst),
-        1_000_000
+        wakes as usize
     );
     block_on(owned.close());
 }
@@ -176,13 +177,21 @@ fn wakers_are_harmless_after_completion_and_after_the_pool_is_gone() {
         open: Arc::new(Mutex::new(false)),
         polls: Arc::new(Mutex::new(0)),
     });
+    let kept_parked = Gate::new();
+    let k = kept_parked.clone();
     let keep = owned.pool.low.exec(async move {
         let _token = token;
+        k.open();
         futures::future::pending::<()>().await
     });
     while slot.lock().unwrap().is_none() {
         std::thread::yield_now();
     }
+    // Both have parked (one worker: `keep` runs after `parked`; once its
+    // gate is open its poll is under way, and a short task behind it on the
+    // same worker proves the poll returned).
+    assert!(kept_parked.wait_for(FAILSAFE));
+    block_on(owned.pool.low.exec(run(|| ()))).unwrap();
     let waker = slot.lock().unwrap().take().unwrap();
     let pool = owned.pool.clone();
     block_on(owned.close());
@@ -198,5 +207,4 @@ fn wakers_are_harmless_after_completion_and_after_the_pool_is_gone() {
     assert_eq!(drops.drops(), 0);
     drop(keep);
     assert_eq!(drops.drops(), 1);
-    let _ = FAILSAFE;
 }

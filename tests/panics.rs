@@ -11,7 +11,7 @@ use std::future::Future;
 #[test]
 fn one_thread_survives_a_thousand_panics() {
     let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
-    let handles: Vec<_> = (0..1_000)
+    let handles: Vec<_> = (0..common::scaled(1_000))
         .map(|i| {
             owned
                 .pool

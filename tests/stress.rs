@@ -11,7 +11,7 @@ use smartpool::prelude::*;
 fn bursts_from_outside_and_inside_all_complete() {
     let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
     let pool = owned.pool.clone();
-    for burst in 0..3_000 {
+    for burst in 0..common::scaled(3_000) {
         // Outside submissions land in the injector (batch-stolen by the
         // workers); each spawns two more from inside (local deques).
         let outside = 1 + burst % 4;

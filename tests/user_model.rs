@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{Gate, TwoLevels, FAILSAFE};
+use common::{scaled, Gate, TwoLevels, FAILSAFE};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 
@@ -56,7 +56,7 @@ fn many_tasks_from_many_threads_all_run_once() {
             let pool = owned.pool.clone();
             let count = count.clone();
             std::thread::spawn(move || {
-                let handles: Vec<_> = (0..5_000)
+                let handles: Vec<_> = (0..scaled(5_000))
                     .map(|i| {
                         let count = count.clone();
                         let run_it = run(move || count.fetch_add(1, Ordering::Relaxed));
@@ -76,7 +76,7 @@ fn many_tasks_from_many_threads_all_run_once() {
     for s in submitters {
         s.join().unwrap();
     }
-    assert_eq!(count.load(Ordering::SeqCst), 20_000);
+    assert_eq!(count.load(Ordering::SeqCst), 4 * scaled(5_000));
     block_on(owned.close());
 }
 
@@ -87,7 +87,7 @@ fn tasks_spawned_inside_the_pool_run() {
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
     let root = pool.clone().low.exec(async move {
-        let handles: Vec<_> = (0..10_000)
+        let handles: Vec<_> = (0..scaled(10_000))
             .map(|_| {
                 let c = c.clone();
                 pool.low
@@ -99,6 +99,6 @@ fn tasks_spawned_inside_the_pool_run() {
         }
     });
     block_on(root).unwrap();
-    assert_eq!(count.load(Ordering::SeqCst), 10_000);
+    assert_eq!(count.load(Ordering::SeqCst), scaled(10_000));
     block_on(owned.close());
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Gate, TwoLevels, FAILSAFE};
+use common::{scaled, Gate, TwoLevels, FAILSAFE};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 
@@ -11,7 +11,7 @@ use smartpool::prelude::*;
 fn a_task_on_a_blocked_workers_local_queue_is_stolen() {
     let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
     let pool = owned.pool.clone();
-    for round in 0..100 {
+    for round in 0..scaled(100) {
         let inner_pool = pool.clone();
         // Spawned from a worker: goes to that worker's local queue, which
         // that worker cannot serve while it waits for the task.

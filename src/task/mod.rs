@@ -84,3 +84,5 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 
 #[cfg(all(test, loom))]
 mod loom_model;
+#[cfg(all(test, not(loom)))]
+mod test;

@@ -176,3 +176,13 @@ impl CountDown {
         self.1.wait_for(limit)
     }
 }
+
+/// `n`, or a hundredth of it (at least 2) under miri, which is ~1000x
+/// slower: the same paths, fewer times.
+pub fn scaled(n: usize) -> usize {
+    if cfg!(miri) {
+        (n / 100).max(2)
+    } else {
+        n
+    }
+}

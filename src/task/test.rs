@@ -1,0 +1,208 @@
+//! Unit tests of the task cell without a pool: what the loom models check
+//! under interleavings, checked here for memory safety (these are the tests
+//! CI runs under miri, which covers the `unsafe` pin projection).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
+
+use super::*;
+
+#[derive(Default)]
+struct Recorder {
+    queued: Mutex<Vec<RunningTask>>,
+    released: AtomicUsize,
+}
+
+impl Schedule for Recorder {
+    fn reschedule(&self, task: RunningTask) {
+        self.queued.lock().unwrap().push(task);
+    }
+    fn release_counted(&self) {
+        self.released.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
+    Arc::downgrade(r) as Weak<dyn Schedule>
+}
+
+/// Parks until `open`, keeping its latest waker in `slot`; counts drops.
+struct Parked {
+    open: Arc<Mutex<bool>>,
+    slot: Arc<Mutex<Option<Waker>>>,
+    drops: Arc<AtomicUsize>,
+    payload: Vec<u64>, // heap data inside the pinned future
+}
+
+impl Future for Parked {
+    type Output = u64;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
+        if *self.open.lock().unwrap() {
+            return Poll::Ready(self.payload.iter().sum());
+        }
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+struct Fixture {
+    open: Arc<Mutex<bool>>,
+    slot: Arc<Mutex<Option<Waker>>>,
+    drops: Arc<AtomicUsize>,
+}
+
+fn parked(recorder: &Arc<Recorder>) -> (Fixture, RunningTask, JoinHandle<u64>) {
+    let f = Fixture {
+        open: Arc::new(Mutex::new(false)),
+        slot: Arc::new(Mutex::new(None)),
+        drops: Arc::new(AtomicUsize::new(0)),
+    };
+    let future = Parked {
+        open: f.open.clone(),
+        slot: f.slot.clone(),
+        drops: f.drops.clone(),
+        payload: vec![1, 2, 3],
+    };
+    let (task, join) = spawn(future, weak(recorder));
+    (f, task, join)
+}
+
+#[test]
+fn parks_is_woken_from_another_thread_and_completes() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    assert!(matches!(task.run(), RunOutcome::Parked));
+    let waker = f.slot.lock().unwrap().take().unwrap();
+    *f.open.lock().unwrap() = true;
+    std::thread::spawn(move || {
+        waker.wake_by_ref();
+        waker.wake(); // a second wake before the run is a no-op
+    })
+    .join()
+    .unwrap();
+    let token = recorder.queued.lock().unwrap().pop().expect("queued once");
+    assert!(recorder.queued.lock().unwrap().is_empty());
+    assert!(matches!(
+        token.run(),
+        RunOutcome::Completed { counted: false }
+    ));
+    assert_eq!(f.drops.load(Ordering::SeqCst), 1);
+    assert_eq!(futures::executor::block_on(join).unwrap(), 6);
+}
+
+#[test]
+fn a_wake_during_the_poll_requeues_without_recursion() {
+    let recorder = Arc::new(Recorder::default());
+    let mut left = 3;
+    let (task, join) = spawn(
+        futures::future::poll_fn(move |cx| {
+            if left == 0 {
+                return Poll::Ready("done");
+            }
+            left -= 1;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }),
+        weak(&recorder),
+    );
+    let mut next = task;
+    let mut requeues = 0;
+    loop {
+        match next.run() {
+            RunOutcome::Requeue(t) => {
+                requeues += 1;
+                next = t;
+            }
+            RunOutcome::Completed { .. } => break,
+            RunOutcome::Parked => panic!("woken during its poll: must not park"),
+        }
+    }
+    assert_eq!(requeues, 3);
+    assert_eq!(futures::executor::block_on(join).unwrap(), "done");
+}
+
+#[test]
+fn a_dropped_token_cancels_and_drops_the_future_once() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    task.swap_counted(true);
+    drop(task);
+    assert_eq!(f.drops.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        recorder.released.load(Ordering::SeqCst),
+        1,
+        "a counted task releases"
+    );
+    assert!(futures::executor::block_on(join)
+        .unwrap_err()
+        .is_cancelled());
+}
+
+#[test]
+fn a_panic_in_poll_is_caught_and_reported() {
+    let recorder = Arc::new(Recorder::default());
+    let (task, join) = spawn(async { panic!("inside") }, weak(&recorder));
+    assert!(matches!(task.run(), RunOutcome::Completed { .. }));
+    let err = futures::executor::block_on(join).unwrap_err();
+    assert_eq!(err.to_string(), "task panicked: inside");
+}
+
+#[test]
+fn an_abandoned_counted_task_releases_when_freed() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    task.swap_counted(true);
+    assert!(matches!(task.run(), RunOutcome::Parked));
+    drop(join);
+    assert_eq!(
+        recorder.released.load(Ordering::SeqCst),
+        0,
+        "its waker still holds it"
+    );
+    drop(f.slot.lock().unwrap().take()); // the last waker
+    assert_eq!(f.drops.load(Ordering::SeqCst), 1);
+    assert_eq!(recorder.released.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_wake_after_the_pool_is_gone_cancels() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    assert!(matches!(task.run(), RunOutcome::Parked));
+    drop(recorder);
+    f.slot.lock().unwrap().take().unwrap().wake();
+    assert_eq!(f.drops.load(Ordering::SeqCst), 1);
+    assert!(futures::executor::block_on(join)
+        .unwrap_err()
+        .is_cancelled());
+}
+
+#[test]
+fn wakes_after_completion_do_nothing() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    *f.open.lock().unwrap() = true;
+    assert!(matches!(task.run(), RunOutcome::Completed { .. }));
+    assert_eq!(futures::executor::block_on(join).unwrap(), 6);
+    // The future kept no waker (it completed at once); make one by hand.
+    let (f2, task2, join2) = parked(&recorder);
+    assert!(matches!(task2.run(), RunOutcome::Parked));
+    *f2.open.lock().unwrap() = true;
+    let waker = f2.slot.lock().unwrap().take().unwrap();
+    waker.wake_by_ref();
+    let token = recorder.queued.lock().unwrap().pop().unwrap();
+    assert!(matches!(token.run(), RunOutcome::Completed { .. }));
+    waker.wake_by_ref();
+    waker.wake();
+    assert!(recorder.queued.lock().unwrap().is_empty());
+    assert_eq!(futures::executor::block_on(join2).unwrap(), 6);
+}
