@@ -208,3 +208,47 @@ fn wakers_are_harmless_after_completion_and_after_the_pool_is_gone() {
     drop(keep);
     assert_eq!(drops.drops(), 1);
 }
+
+#[test]
+fn a_task_followed_up_into_another_pools_channel_is_cancelled() {
+    // Pool A's followup sends woken tasks to pool B's channel: B refuses
+    // them (their close accounting is A's), and both pools still close.
+    struct ToOther {
+        own: TwoLevels,
+        other: Arc<Pool<TwoLevels>>,
+    }
+    impl PoolBehavior for ToOther {
+        type ChannelKey = Lv;
+        fn config(&self) -> PoolConfig<Lv> {
+            self.own.config()
+        }
+        fn channel(&self, key: Lv) -> &dyn Channel {
+            self.own.channel(key)
+        }
+        fn followup(&self, _from: Lv, task: RunningTask) {
+            self.other.high.submit(task);
+        }
+    }
+    let b = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let a = OwnedPool::new(ToOther {
+        own: TwoLevels::new(1),
+        other: b.pool.clone(),
+    })
+    .unwrap();
+    let drops = DropCounter::new();
+    let token = drops.token();
+    // complete_on_close in A; it yields once, and its followup goes to B.
+    let h = a.pool.own.high.exec(async move {
+        let _token = token;
+        SelfWaker { left: 1 }.await
+    });
+    let outcome = block_on(h);
+    // Close both before asserting, so that a failure reports instead of
+    // hanging in an OwnedPool's drop.
+    let a_closed = common::close_within(a, FAILSAFE);
+    let b_closed = common::close_within(b, FAILSAFE);
+    assert!(outcome.unwrap_err().is_cancelled());
+    assert_eq!(drops.drops(), 1);
+    assert!(a_closed, "A waited for a task it lost");
+    assert!(b_closed, "B's count was corrupted");
+}

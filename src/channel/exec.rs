@@ -24,8 +24,11 @@ pub trait Exec {
     /// Like [`Exec::exec`], but gives the future back if the pool no longer
     /// accepts tasks (or the channel was never attached to a pool).
     ///
-    /// A task accepted in the instant the pool finishes closing is cancelled
-    /// rather than returned: its handle tells.
+    /// On a `complete_on_close` channel, an accepted task runs: close waits
+    /// for it (unless its followup later moves it to a dropping channel). On
+    /// another channel, a task accepted in the very instant close begins is
+    /// dropped by that close like every queued task of the channel, and its
+    /// handle says it was cancelled.
     fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
     where
         F: Future + Send + 'static,
@@ -53,13 +56,15 @@ impl<C: Channel + ?Sized> Exec for C {
                 reason: Reason::Unattached,
             });
         };
-        if !link.is_open() {
+        if !link.shared.admit(link.index) {
             return Err(Rejected {
                 future,
                 reason: Reason::Closed,
             });
         }
         let (task, handle) = task::spawn(future, link.scheduler.clone());
+        // `admit` counted it already if the channel is complete_on_close.
+        task.swap_counted(link.shared.channels[link.index].complete_on_close);
         submit(self, task);
         Ok(handle)
     }
@@ -68,8 +73,8 @@ impl<C: Channel + ?Sized> Exec for C {
 /// Queues a task handed over by followup. Implemented for every [`Channel`].
 pub trait Submit {
     /// Queues `task` on this channel. Called from a behavior's `followup`.
-    /// After the pool closed, or on a channel of no pool, the task is
-    /// dropped, which cancels it.
+    /// After the pool closed, on a channel of no pool, or on a channel of
+    /// another pool than the task's, the task is dropped, which cancels it.
     fn submit(&self, task: RunningTask);
 }
 
@@ -85,6 +90,12 @@ fn submit<C: Channel + ?Sized>(channel: &C, task: RunningTask) {
         log::warn!("smartpool: task submitted to a channel of no pool; dropped");
         return;
     };
+    if !task.belongs_to(&link.scheduler) {
+        // Its close accounting is its own pool's: dropping it here releases
+        // it there.
+        log::warn!("smartpool: task submitted to a channel of another pool; dropped");
+        return;
+    }
     let shared = &link.shared;
     shared.account(&task, link.index);
     channel.push(task, link);

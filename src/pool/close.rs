@@ -10,9 +10,11 @@
 //!   refuses new tasks; workers keep running tasks of `complete_on_close`
 //!   channels, including parked futures when they are woken and followed up,
 //!   and drop every task they take from the other channels.
-//! * `TERMINATED`: no task counts any more; workers exit. The last one out
-//!   drains every channel (dropping, which cancels, what it finds) and
-//!   signals the close future.
+//! * `TERMINATED`: reached when nothing counted is left; workers exit. The
+//!   last one out drains every channel (dropping, which cancels, what it
+//!   finds) and signals the close future. A task that becomes counted after
+//!   that (a late followup into a `complete_on_close` channel) is drained by
+//!   its own pusher (below) and released again.
 //!
 //! # The count
 //!
@@ -22,41 +24,76 @@
 //! is submitted to another kind, completes, or is dropped (`RunningTask`'s
 //! flag, written only by its responsible party, says which it is).
 //!
-//! # Invariant
+//! # One word
 //!
-//! *The phase becomes `TERMINATED` only when it is `CLOSING` and `live` is
-//! zero, and then it does.* Both transitions that can make that true race: a
-//! task's release (`fetch_sub` to zero, fence, read the phase) and `begin`
-//! (write `CLOSING`, fence, read `live`). The two SeqCst fences are ordered:
-//! the side whose fence comes second reads the other side's write, sees both
-//! conditions, and terminates. (Fences rather than SeqCst accesses alone:
-//! the argument then holds in loom's model too, and the release side pays for
-//! its fence only when the count reaches zero.) Both may try: a
-//! compare-exchange lets exactly one win, and only the winner wakes the
-//! workers.
+//! The phase and `live` share one atomic word (phase in the low two bits,
+//! `live` counted in units of 4 above them), so that every transition is a
+//! single read-modify-write and they are all totally ordered. A mismatched
+//! release (a bug) would wrap the count at the top of the word and leave the
+//! phase intact. That one word is what makes the invariant hold by
+//! construction:
+//!
+//! *The phase becomes `TERMINATED` only by a compare-exchange from exactly
+//! (`CLOSING`, live = 0).* Whoever brings the word to (`CLOSING`, 0), by
+//! releasing the last counted task or by `begin` finding no counted task,
+//! attempts that exchange. If a new count slipped in between, the exchange
+//! fails, and the release of that new task will attempt it again. (An
+//! earlier version decided from its own decrement and then read the phase
+//! from a separate word: a task counted in between was terminated under;
+//! the soak test caught it.) The one other way is [`CloseState::abort`],
+//! used only when the pool fails to start.
+//!
+//! # Admission to a `complete_on_close` channel
+//!
+//! `exec` into such a channel must either refuse the task (the caller gets
+//! it back) or run it: an accepted task may not be cancelled by a close that
+//! raced the acceptance. [`CloseState::admit`] counts the task and reads the
+//! phase in the same `fetch_add`: if the phase was `OPEN`, the count is in
+//! before `begin`, so close waits for the task; otherwise the caller refuses
+//! the task and releases the count (which may then terminate the pool).
+//! Tasks of other channels need no admission: close drops them anyway, so
+//! one accepted in the instant close begins is cancelled, and says so.
 //!
 //! # Why nothing is lost after termination
 //!
 //! A task can still be pushed after `TERMINATED` (a late followup of a parked
-//! task of a dropping channel, or an `exec` that passed the `OPEN` check just
-//! before close). The pusher runs the status bit's post fence after pushing
-//! and then reads the phase; the last worker reads `TERMINATED`, runs a
-//! SeqCst fence, then drains. Whichever fence is first, either the pusher
-//! sees `TERMINATED` and drains the channel itself, or the drain sees the
-//! task. Two drains of one channel are harmless: each task is popped once.
+//! task, or an `exec` into a dropping channel that passed the `OPEN` check
+//! just before close). The pusher runs the status bit's post
+//! fence after pushing and then reads the phase; the last worker reads
+//! `TERMINATED`, runs a SeqCst fence, then drains. Whichever fence is first,
+//! either the pusher sees `TERMINATED` and drains the channel itself, or the
+//! drain sees the task. Two drains of one channel are harmless: each task is
+//! popped once.
 
 use futures::task::AtomicWaker;
 
-use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-const OPEN: usize = 0;
-const CLOSING: usize = 1;
-const TERMINATED: usize = 2;
+const OPEN: u64 = 0;
+const CLOSING: u64 = 1;
+const TERMINATED: u64 = 2;
+const PHASE_MASK: u64 = 3;
+/// One counted task.
+const ONE: u64 = 4;
+
+/// A snapshot of the word.
+#[derive(Copy, Clone, Debug)]
+struct Word(u64);
+
+impl Word {
+    fn phase(self) -> u64 {
+        self.0 & PHASE_MASK
+    }
+
+    fn live(self) -> u64 {
+        self.0 / ONE
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct CloseState {
-    phase: AtomicUsize,
-    live: AtomicUsize,
+    /// Phase (low bits) and live count, see the module doc.
+    word: AtomicU64,
     workers: AtomicUsize,
     drained: AtomicBool,
     waker: AtomicWaker,
@@ -65,65 +102,85 @@ pub(crate) struct CloseState {
 impl CloseState {
     pub(crate) fn new(workers: usize) -> CloseState {
         CloseState {
-            phase: AtomicUsize::new(OPEN),
-            live: AtomicUsize::new(0),
+            word: AtomicU64::new(OPEN),
             workers: AtomicUsize::new(workers),
             drained: AtomicBool::new(false),
             waker: AtomicWaker::new(),
         }
     }
 
+    fn load(&self) -> Word {
+        Word(self.word.load(Ordering::SeqCst))
+    }
+
     pub(crate) fn is_open(&self) -> bool {
-        self.phase.load(Ordering::Acquire) == OPEN
+        self.load().phase() == OPEN
     }
 
     /// `CLOSING` or `TERMINATED`.
     pub(crate) fn is_closing(&self) -> bool {
-        self.phase.load(Ordering::Acquire) != OPEN
+        self.load().phase() != OPEN
     }
 
     pub(crate) fn is_terminated(&self) -> bool {
-        self.phase.load(Ordering::SeqCst) == TERMINATED
+        self.load().phase() == TERMINATED
     }
 
-    /// A task became counted.
+    /// A task became counted (a followup moved it into a
+    /// `complete_on_close` channel).
     pub(crate) fn count(&self) {
-        self.live.fetch_add(1, Ordering::SeqCst);
+        self.word.fetch_add(ONE, Ordering::SeqCst);
+    }
+
+    /// Admission of a new task to a `complete_on_close` channel (see the
+    /// module doc): counts it and tells whether the pool was open. `false`:
+    /// refused; the caller must release the count.
+    #[must_use]
+    pub(crate) fn admit(&self) -> bool {
+        Word(self.word.fetch_add(ONE, Ordering::SeqCst)).phase() == OPEN
     }
 
     /// A counted task completed, was dropped, or moved to a dropping
     /// channel. `true`: this call terminated the pool; wake the workers.
     #[must_use]
     pub(crate) fn release(&self) -> bool {
-        let before = self.live.fetch_sub(1, Ordering::SeqCst);
-        debug_assert!(before > 0, "released more tasks than counted");
-        if before != 1 {
-            return false;
-        }
-        // Pairs with the fence in `begin`.
-        fence(Ordering::SeqCst);
-        self.phase.load(Ordering::SeqCst) == CLOSING && self.terminate()
+        let before = Word(self.word.fetch_sub(ONE, Ordering::SeqCst));
+        debug_assert!(before.live() > 0, "released more tasks than counted");
+        before.live() == 1 && before.phase() == CLOSING && self.terminate()
     }
 
     /// Starts closing. `true`: this call terminated the pool (nothing
     /// counted was left); wake the workers.
     #[must_use]
     pub(crate) fn begin(&self) -> bool {
+        let result = self
+            .word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+                (Word(w).phase() == OPEN).then_some(w | CLOSING)
+            });
+        match result {
+            Ok(before) => Word(before).live() == 0 && self.terminate(),
+            Err(_) => false, // closing already
+        }
+    }
+
+    /// Forces `TERMINATED`: the pool failed to start, and `spawned` of its
+    /// workers are running (they exit; the last drains). The one exception
+    /// to the invariant: a task admitted through a channel shared with the
+    /// failed pool in that instant is cancelled.
+    pub(crate) fn abort(&self, spawned: usize, configured: usize) {
+        self.workers
+            .fetch_sub(configured - spawned, Ordering::AcqRel);
         let _ = self
-            .phase
-            .compare_exchange(OPEN, CLOSING, Ordering::SeqCst, Ordering::SeqCst);
-        // Pairs with the fence in `release`.
-        fence(Ordering::SeqCst);
-        self.live.load(Ordering::SeqCst) == 0 && self.terminate()
+            .word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+                Some((w & !PHASE_MASK) | TERMINATED)
+            });
     }
 
-    /// Forces `TERMINATED` (start-up failed: no task exists yet).
-    pub(crate) fn abort(&self) {
-        self.phase.store(TERMINATED, Ordering::SeqCst);
-    }
-
+    /// The way to `TERMINATED` (but for `abort`): from exactly (`CLOSING`, 0).
     fn terminate(&self) -> bool {
-        self.phase
+        self.word
             .compare_exchange(CLOSING, TERMINATED, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
     }
@@ -169,6 +226,76 @@ mod loom_model {
             let by_begin = close.begin();
             let by_release = finisher.join().unwrap();
             assert!(by_begin ^ by_release, "exactly one side terminates");
+            assert!(close.is_terminated());
+        });
+    }
+
+    #[test]
+    fn admission_racing_begin_runs_or_refuses() {
+        loom::model(|| {
+            let close = Arc::new(CloseState::new(1));
+            let submitter = {
+                let close = close.clone();
+                loom::thread::spawn(move || {
+                    if close.admit() {
+                        // Accepted: the pool must still be running it.
+                        assert!(!close.is_terminated(), "terminated under an admitted task");
+                        close.release()
+                    } else {
+                        close.release()
+                    }
+                })
+            };
+            let by_begin = close.begin();
+            let by_submitter = submitter.join().unwrap();
+            assert!(by_begin ^ by_submitter, "exactly one side terminates");
+            assert!(close.is_terminated());
+        });
+    }
+
+    #[test]
+    fn a_count_between_release_and_begin_keeps_the_pool_closing() {
+        // The race the one-word design exists for: X's release empties the
+        // count, Y is admitted, close begins; X must not terminate under Y.
+        // Y holds its task until X's release and close's begin are both
+        // done, then checks, then finishes.
+        use crate::sync::AtomicBool;
+        loom::model(|| {
+            let close = Arc::new(CloseState::new(1));
+            let (x_done, begun) = (
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+            );
+            close.count(); // X
+            let x = {
+                let (close, x_done) = (close.clone(), x_done.clone());
+                loom::thread::spawn(move || {
+                    let terminated = close.release();
+                    x_done.store(true, Ordering::SeqCst);
+                    terminated
+                })
+            };
+            let y = {
+                let (close, x_done, begun) = (close.clone(), x_done.clone(), begun.clone());
+                loom::thread::spawn(move || {
+                    if close.admit() {
+                        while !(x_done.load(Ordering::SeqCst) && begun.load(Ordering::SeqCst)) {
+                            loom::thread::yield_now();
+                        }
+                        assert!(!close.is_terminated(), "terminated under an admitted task");
+                    }
+                    close.release()
+                })
+            };
+            let by_begin = close.begin();
+            begun.store(true, Ordering::SeqCst);
+            let by_x = x.join().unwrap();
+            let by_y = y.join().unwrap();
+            assert_eq!(
+                by_begin as u8 + by_x as u8 + by_y as u8,
+                1,
+                "exactly one terminates"
+            );
             assert!(close.is_terminated());
         });
     }

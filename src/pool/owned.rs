@@ -93,7 +93,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             if pool.behavior.channel(key).attach(link).is_err() {
                 // Channels attached so far must refuse work: no worker will
                 // ever serve them.
-                shared.close.abort();
+                shared.close.abort(0, threads);
                 return Err(ConfigError::ChannelAttached {
                     key: format!("{key:?}"),
                 });
@@ -108,7 +108,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
-                    shared.close.abort();
+                    shared.close.abort(handles.len(), threads);
                     shared.sleep.wake_all();
                     for handle in handles {
                         let _ = handle.join();

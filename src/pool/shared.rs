@@ -46,6 +46,20 @@ impl Shared {
         self.sleep.new_jobs(1);
     }
 
+    /// Admits a new task to channel `index` (see `close`'s module doc):
+    /// `true` if the pool takes it. A task of a `complete_on_close` channel
+    /// is counted here already; the caller marks it counted.
+    pub(crate) fn admit(&self, index: usize) -> bool {
+        if !self.channels[index].complete_on_close {
+            return self.close.is_open();
+        }
+        if self.close.admit() {
+            return true;
+        }
+        self.release_counted();
+        false
+    }
+
     pub(crate) fn release_counted(&self) {
         if self.close.release() {
             self.sleep.wake_all();

@@ -120,6 +120,11 @@ impl RunningTask {
         self.header().from.store(channel, Ordering::Relaxed);
     }
 
+    /// Whether the task belongs to the pool behind `scheduler`.
+    pub(crate) fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool {
+        Weak::ptr_eq(&self.header().scheduler, scheduler)
+    }
+
     /// Sets whether the task counts towards close; returns the old value.
     pub(crate) fn swap_counted(&self, counted: bool) -> bool {
         self.header().counted.swap(counted, Ordering::Relaxed)
