@@ -102,8 +102,8 @@ mod task;
 
 pub use behavior::{ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm};
 pub use channel::{
-    AlreadyAttached, Channel, ChannelLink, Exec, LinkSlot, MultiChannel, Rejected, Submit,
-    VecDequeChannel,
+    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
+    ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
 pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
@@ -118,7 +118,8 @@ struct ReadmeDoctests;
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, Channel, ChannelParams, Exec, JoinError, JoinHandle, MultiChannel, OwnedPool,
-        Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm, Submit, VecDequeChannel,
+        run, try_run, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle, MultiChannel,
+        OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
+        ShortestDeadlineFirst, Submit, VecDequeChannel,
     };
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 
-use super::Channel;
+use super::{Channel, ChannelLink};
 use crate::steal::WorkerContext;
 use crate::task::{self, JoinHandle, RunningTask};
 
@@ -50,24 +50,80 @@ impl<C: Channel + ?Sized> Exec for C {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let Some(link) = self.link() else {
-            return Err(Rejected {
-                future,
-                reason: Reason::Unattached,
-            });
-        };
-        if !link.shared.admit(link.index) {
-            return Err(Rejected {
-                future,
-                reason: Reason::Closed,
-            });
-        }
-        let (task, handle) = task::spawn(future, link.scheduler.clone());
-        // `admit` counted it already if the channel is complete_on_close.
-        task.swap_counted(link.shared.channels[link.index].complete_on_close);
-        submit(self, task);
-        Ok(handle)
+        try_exec_with(self, future, |task, link| self.push(task, link))
     }
+}
+
+/// A channel that takes a parameter with each task: a deadline, a position.
+/// Implement [`ExecParam::push_param`]; the pool provides the rest.
+/// ([`Channel::push`] still receives tasks without a parameter, those a
+/// followup submits: choose a default for them.)
+pub trait ExecParam: Channel {
+    /// What comes with each task.
+    type Param;
+
+    /// Stores a task with its parameter. Called by
+    /// [`ExecParam::exec_param`], which notifies the pool afterwards; do not
+    /// call it directly.
+    fn push_param(&self, task: RunningTask, param: Self::Param, link: &ChannelLink);
+
+    /// Runs `future` through this channel with `param`; as [`Exec::exec`]
+    /// otherwise (the same admission, close and error behaviour).
+    fn exec_param<F>(&self, future: F, param: Self::Param) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.try_exec_param(future, param)
+            .unwrap_or_else(|_rejected| JoinHandle::rejected())
+    }
+
+    /// Like [`ExecParam::exec_param`], but gives the future back if the pool
+    /// no longer accepts tasks; as [`Exec::try_exec`] otherwise.
+    fn try_exec_param<F>(
+        &self,
+        future: F,
+        param: Self::Param,
+    ) -> Result<JoinHandle<F::Output>, Rejected<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        try_exec_with(self, future, |task, link| {
+            self.push_param(task, param, link)
+        })
+    }
+}
+
+/// Admits a new task (see `pool::close`), makes it, and submits it with
+/// `push`: the one way new work enters a pool.
+fn try_exec_with<C, F>(
+    channel: &C,
+    future: F,
+    push: impl FnOnce(RunningTask, &ChannelLink),
+) -> Result<JoinHandle<F::Output>, Rejected<F>>
+where
+    C: Channel + ?Sized,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let Some(link) = channel.link() else {
+        return Err(Rejected {
+            future,
+            reason: Reason::Unattached,
+        });
+    };
+    if !link.shared.admit(link.index) {
+        return Err(Rejected {
+            future,
+            reason: Reason::Closed,
+        });
+    }
+    let (task, handle) = task::spawn(future, link.scheduler.clone());
+    // `admit` counted it already if the channel is complete_on_close.
+    task.swap_counted(link.shared.channels[link.index].complete_on_close);
+    submit_with(channel, task, push);
+    Ok(handle)
 }
 
 /// Queues a task handed over by followup. Implemented for every [`Channel`].
@@ -80,12 +136,16 @@ pub trait Submit {
 
 impl<C: Channel + ?Sized> Submit for C {
     fn submit(&self, task: RunningTask) {
-        submit(self, task);
+        submit_with(self, task, |task, link| self.push(task, link));
     }
 }
 
-/// The one path by which tasks enter a channel.
-fn submit<C: Channel + ?Sized>(channel: &C, task: RunningTask) {
+/// The one path by which tasks enter a channel, `push` storing them.
+fn submit_with<C: Channel + ?Sized>(
+    channel: &C,
+    task: RunningTask,
+    push: impl FnOnce(RunningTask, &ChannelLink),
+) {
     let Some(link) = channel.link() else {
         log::warn!("smartpool: task submitted to a channel of no pool; dropped");
         return;
@@ -98,7 +158,7 @@ fn submit<C: Channel + ?Sized>(channel: &C, task: RunningTask) {
     }
     let shared = &link.shared;
     shared.account(&task, link.index);
-    channel.push(task, link);
+    push(task, link);
     // Marks the status bit (post fence, and set fence if it set it), then
     // wakes a sleeper.
     shared.pushed(link.index);

@@ -16,15 +16,19 @@
 //! nobody else took (see [`Channel::pop`]).
 //!
 //! The built-ins: [`VecDequeChannel`] (first in, first out, with per-worker
-//! local queues and stealing) and [`MultiChannel`] (several inner channels,
-//! submissions spread round-robin).
+//! local queues and stealing), [`ShortestDeadlineFirst`] (earliest deadline
+//! first, a deadline with each task through [`ExecParam`]) and
+//! [`MultiChannel`] (several inner channels, submissions spread
+//! round-robin).
 
+mod deadline;
 mod exec;
 mod fifo;
 mod link;
 mod multi;
 
-pub use exec::{Exec, Rejected, Submit};
+pub use deadline::ShortestDeadlineFirst;
+pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
 pub use link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use multi::MultiChannel;

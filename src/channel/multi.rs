@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{AlreadyAttached, Channel, ChannelLink, LinkSlot};
+use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot};
 use crate::steal::WorkerContext;
 use crate::task::RunningTask;
 
@@ -60,5 +60,16 @@ impl<C: Channel> Channel for MultiChannel<C> {
         // lands in a shard we already passed is covered by its own status-bit
         // mark, which the pool's clear-and-look-again protocol sees.
         (0..n).find_map(|k| self.inner[(start + k) % n].pop(worker))
+    }
+}
+
+/// Parameterised shards make a parameterised channel: each task goes, with
+/// its parameter, to the next shard in turn.
+impl<C: ExecParam> ExecParam for MultiChannel<C> {
+    type Param = C::Param;
+
+    fn push_param(&self, task: RunningTask, param: C::Param, link: &ChannelLink) {
+        let i = self.next_push.fetch_add(1, Ordering::Relaxed) % self.inner.len();
+        self.inner[i].push_param(task, param, link);
     }
 }
