@@ -99,6 +99,7 @@ mod status;
 mod steal;
 mod sync;
 mod task;
+mod time;
 
 pub use behavior::{ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm};
 pub use channel::{
@@ -109,6 +110,7 @@ pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
 pub use steal::{WorkQueue, WorkerContext};
 pub use task::{JoinError, JoinHandle, RunningTask};
+pub use time::{Periodic, Sleep, TimeScheduler};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -120,6 +122,6 @@ pub mod prelude {
     pub use crate::{
         run, try_run, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle, MultiChannel,
         OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
-        ShortestDeadlineFirst, Submit, VecDequeChannel,
+        ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
     };
 }
