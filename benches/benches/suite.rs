@@ -4,6 +4,7 @@
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
 //! Threads:   `SMARTPOOL_BENCH_THREADS=4` (default 2)
+//! Some rows: `SMARTPOOL_BENCH_ROWS=W4,W9` (default all)
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -38,6 +39,8 @@ macro_rules! each_peer {
 
 struct Sizes {
     quick: bool,
+    /// Rows to run (`W1`..`W9`); all when empty.
+    rows: Vec<String>,
     threads: usize,
     spawn: usize,
     yield_tasks: usize,
@@ -51,6 +54,10 @@ struct Sizes {
 }
 
 impl Sizes {
+    fn wants(&self, row: &str) -> bool {
+        self.rows.is_empty() || self.rows.iter().any(|r| r == row)
+    }
+
     fn from_env() -> Sizes {
         let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
         let threads = std::env::var("SMARTPOOL_BENCH_THREADS")
@@ -58,8 +65,12 @@ impl Sizes {
             .and_then(|t| t.parse().ok())
             .unwrap_or(2);
         let pick = |full, tiny| if quick { tiny } else { full };
+        let rows = std::env::var("SMARTPOOL_BENCH_ROWS")
+            .map(|r| r.split(',').map(|s| s.trim().to_uppercase()).collect())
+            .unwrap_or_default();
         Sizes {
             quick,
+            rows,
             threads,
             spawn: pick(1_000_000, 10_000),
             yield_tasks: pick(1_000, 50),
@@ -130,7 +141,7 @@ fn bench_row<P: Peer>(
     z: &Sizes,
     samples: &mut Samples,
 ) {
-    if row.needs_futures() && !P::FUTURES {
+    if (row.needs_futures() && !P::FUTURES) || !z.wants(&format!("{row:?}")) {
         return;
     }
     let peer = P::start(z.threads);
@@ -167,30 +178,34 @@ struct Latency {
 }
 
 fn latency_rows<P: Peer>(z: &Sizes, out: &mut Latency) {
+    if !["W6", "W7", "W8", "W9"].iter().any(|r| z.wants(r)) {
+        return;
+    }
     eprintln!("latency and cost rows: {}", P::NAME);
     {
         let peer = P::start(z.threads);
         let s = peer.spawner();
-        out.wake.insert(
-            P::NAME,
-            workloads::wake_latency(&s, z.wake_samples, Duration::from_millis(1)),
-        );
-        out.urgent.insert(
-            P::NAME,
-            workloads::priority(
-                &s,
-                z.backlog,
-                Duration::from_micros(20),
-                Duration::from_millis(1),
-            ),
-        );
-        out.sparse.insert(
-            P::NAME,
-            workloads::sparse_cost(&s, z.sparse, Duration::from_millis(1)),
-        );
+        if z.wants("W6") {
+            let every = Duration::from_millis(1);
+            out.wake
+                .insert(P::NAME, workloads::wake_latency(&s, z.wake_samples, every));
+        }
+        if z.wants("W7") {
+            let (work, every) = (Duration::from_micros(20), Duration::from_millis(1));
+            out.urgent
+                .insert(P::NAME, workloads::priority(&s, z.backlog, work, every));
+        }
+        if z.wants("W9") {
+            out.sparse.insert(
+                P::NAME,
+                workloads::sparse_cost(&s, z.sparse, Duration::from_millis(1)),
+            );
+        }
     }
-    out.idle
-        .insert(P::NAME, workloads::idle_cost::<P>(z.threads, z.idle));
+    if z.wants("W8") {
+        out.idle
+            .insert(P::NAME, workloads::idle_cost::<P>(z.threads, z.idle));
+    }
 }
 
 fn us(ns: u64) -> String {
@@ -462,6 +477,9 @@ fn main() {
     } else {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("w7-latency.svg")
     };
+    if lat.urgent.is_empty() {
+        return;
+    }
     match plot_w7(&lat, &svg) {
         Ok(()) => println!("\nW7 plot: {}", svg.display()),
         Err(e) => println!("\nW7 plot failed: {e}"),
