@@ -5,7 +5,6 @@ use std::fmt;
 use std::future::Future;
 
 use super::{Channel, ChannelLink};
-use crate::steal::WorkerContext;
 use crate::task::{self, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -122,7 +121,8 @@ where
     let (task, handle) = task::spawn(future, link.scheduler.clone());
     // `admit` counted it already if the channel is complete_on_close.
     task.swap_counted(link.shared.channels[link.index].complete_on_close);
-    submit_with(channel, task, push);
+    // Made with this link's scheduler: it belongs to this pool.
+    enqueue(channel, link, task, push);
     Ok(handle)
 }
 
@@ -140,7 +140,8 @@ impl<C: Channel + ?Sized> Submit for C {
     }
 }
 
-/// The one path by which tasks enter a channel, `push` storing them.
+/// A task handed over by followup: checks that the channel belongs to the
+/// task's pool, then enqueues it.
 fn submit_with<C: Channel + ?Sized>(
     channel: &C,
     task: RunningTask,
@@ -156,6 +157,17 @@ fn submit_with<C: Channel + ?Sized>(
         log::warn!("smartpool: task submitted to a channel of another pool; dropped");
         return;
     }
+    enqueue(channel, link, task, push);
+}
+
+/// The one path by which tasks enter a channel of their pool, `push`
+/// storing them.
+fn enqueue<C: Channel + ?Sized>(
+    channel: &C,
+    link: &ChannelLink,
+    task: RunningTask,
+    push: impl FnOnce(RunningTask, &ChannelLink),
+) {
     let shared = &link.shared;
     shared.account(&task, link.index);
     push(task, link);
@@ -165,10 +177,7 @@ fn submit_with<C: Channel + ?Sized>(
     if shared.close.is_terminated() {
         // The pool finished closing while we pushed, and its final drain may
         // have missed our task (see `pool::close`): drain it ourselves.
-        let outside = WorkerContext::outside(shared);
-        while let Some(task) = channel.pop(&outside) {
-            drop(task);
-        }
+        super::drain(channel, shared);
     }
 }
 

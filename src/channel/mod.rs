@@ -33,8 +33,18 @@ pub use fifo::VecDequeChannel;
 pub use link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use multi::MultiChannel;
 
+use crate::pool::Shared;
 use crate::steal::WorkerContext;
 use crate::task::RunningTask;
+
+/// Drops every task `channel` holds (which cancels them), looking from
+/// outside any worker: what a closed pool does with what is left.
+pub(crate) fn drain<C: Channel + ?Sized>(channel: &C, shared: &Shared) {
+    let outside = WorkerContext::outside(shared);
+    while let Some(task) = channel.pop(&outside) {
+        drop(task);
+    }
+}
 
 /// A source of tasks for the pool. Implement it to add a prioritisation
 /// scheme of your own; use [`WorkQueue`](crate::WorkQueue) inside for a

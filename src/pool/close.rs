@@ -240,10 +240,8 @@ mod loom_model {
                     if close.admit() {
                         // Accepted: the pool must still be running it.
                         assert!(!close.is_terminated(), "terminated under an admitted task");
-                        close.release()
-                    } else {
-                        close.release()
                     }
+                    close.release()
                 })
             };
             let by_begin = close.begin();

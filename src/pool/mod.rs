@@ -89,13 +89,10 @@ impl<B: PoolBehavior> Pool<B> {
     /// Drops every queued task (the last worker's final drain). A channel
     /// that panics is logged and skipped; the others are still drained.
     fn drain_all(&self) {
-        let outside = WorkerContext::outside(&self.shared);
         for index in 0..self.keys.len() {
             let channel = self.channel_at(index);
             let drained = catch_unwind(AssertUnwindSafe(|| {
-                while let Some(task) = channel.pop(&outside) {
-                    drop(task);
-                }
+                crate::channel::drain(channel, &self.shared)
             }));
             if let Err(panic) = drained {
                 log::error!(
