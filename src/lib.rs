@@ -91,9 +91,11 @@
 
 mod behavior;
 mod channel;
+mod lifo;
 mod pool;
 mod run;
 mod schedule;
+mod scope;
 mod sleep;
 mod status;
 mod steal;
@@ -108,6 +110,7 @@ pub use channel::{
 };
 pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
+pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use steal::{WorkQueue, WorkerContext};
 pub use task::{JoinError, JoinHandle, RunningTask};
 pub use time::{Periodic, Sleep, TimeScheduler};

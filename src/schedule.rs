@@ -32,6 +32,8 @@ enum Policy {
 #[derive(Debug)]
 pub(crate) struct Levels {
     levels: Box<[Level]>,
+    /// Channel index → its level.
+    level_of: Box<[usize]>,
     policy: Policy,
 }
 
@@ -47,7 +49,15 @@ pub(crate) struct Cursor {
 impl Levels {
     /// `levels` are channel indices, highest level first.
     pub(crate) fn new(levels: Vec<Vec<usize>>, algorithm: &ScheduleAlgorithm) -> Levels {
+        let channels = levels.iter().flatten().map(|&c| c + 1).max().unwrap_or(0);
+        let mut level_of = vec![0; channels];
+        for (level, members) in levels.iter().enumerate() {
+            for &channel in members {
+                level_of[channel] = level;
+            }
+        }
         Levels {
+            level_of: level_of.into(),
             levels: levels
                 .into_iter()
                 .map(|channels| Level {
@@ -67,6 +77,25 @@ impl Levels {
             level: 0,
             since: Instant::now(),
             rotation: vec![0; self.levels.len()].into(),
+        }
+    }
+
+    /// Whether the policy would serve `channel`'s level now, by the status
+    /// bits: HighestFirst, if no higher level has a set bit; RoundRobin, if
+    /// it is the current level and its slice lasts, or no other level has a
+    /// set bit. (For a task outside the channels: a worker's LIFO slot.)
+    pub(crate) fn admits(&self, status: &Status, cursor: &Cursor, channel: usize) -> bool {
+        let level = self.level_of[channel];
+        match &self.policy {
+            Policy::HighestFirst => !self.levels[..level].iter().any(|l| status.any_of(&l.bits)),
+            Policy::RoundRobin(slices) => {
+                (level == cursor.level && cursor.since.elapsed() < slices[level])
+                    || !self
+                        .levels
+                        .iter()
+                        .enumerate()
+                        .any(|(l, members)| l != level && status.any_of(&members.bits))
+            }
         }
     }
 

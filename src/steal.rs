@@ -6,8 +6,8 @@
 //! that any thread may use. A [`WorkQueue`] is a channel's shared injector
 //! plus the rules for using these: a task submitted on a worker thread of the
 //! same pool goes to that worker's local deque (no shared write, and it is
-//! likely hot in that core's cache); from anywhere else it goes to the
-//! injector. A worker pops its own deque first, then takes a batch from the
+//! likely hot in that core's cache); from anywhere else, or while the worker
+//! moves its LIFO slot's task out (see `lifo`), it goes to the injector. A worker pops its own deque first, then takes a batch from the
 //! injector, then steals a batch from the other workers, starting with its
 //! right-hand neighbour so that thieves spread out.
 //!
@@ -22,13 +22,14 @@
 //! (crossbeam's transient `Retry` makes it go round again); a task in flight
 //! during that look is covered by the announcement that follows its move.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use crate::channel::ChannelLink;
+use crate::lifo::LifoSlot;
 use crate::pool::Shared;
 use crate::task::RunningTask;
 
@@ -37,6 +38,12 @@ pub(crate) struct WorkerLocal {
     pub(crate) pool_id: usize,
     pub(crate) index: usize,
     deques: Box<[Worker<RunningTask>]>,
+    /// The task this worker runs next (see `lifo`).
+    pub(crate) lifo: LifoSlot,
+    /// Whether the worker holds its idle state (searching or asleep).
+    pub(crate) idle: Cell<bool>,
+    /// An address near the top of the worker thread's stack.
+    pub(crate) stack_base: Cell<usize>,
 }
 
 impl WorkerLocal {
@@ -54,13 +61,18 @@ impl WorkerLocal {
                 pool_id,
                 index,
                 deques,
+                lifo: LifoSlot::default(),
+                idle: Cell::new(false),
+                stack_base: Cell::new(0),
             },
             stealers,
         )
     }
 
-    /// Pops every local deque empty (at exit), dropping what it finds.
+    /// Empties the slot and every local deque (at exit), dropping what it
+    /// finds.
     pub(crate) fn drain(&self) {
+        drop(self.lifo.take());
         for deque in self.deques.iter() {
             while let Some(task) = deque.pop() {
                 drop(task);
@@ -93,7 +105,10 @@ pub(crate) fn is_worker_of(pool_id: usize) -> bool {
         .unwrap_or(false)
 }
 
-pub(crate) fn push_local(
+/// Offers `task` (of channel `channel`) to the calling worker's LIFO slot,
+/// if the caller is a worker of `shared`'s pool; gives it back if not, or if
+/// the slot refuses it (see `lifo`).
+pub(crate) fn offer_lifo(
     shared: &Shared,
     channel: usize,
     task: RunningTask,
@@ -102,6 +117,27 @@ pub(crate) fn push_local(
     let _ = CURRENT.try_with(|c| {
         if let Some(local) = c.borrow().as_ref() {
             if local.pool_id == shared.id {
+                let offered = task.take().expect("offered once");
+                task = local.lifo.offer(channel, offered).err();
+            }
+        }
+    });
+    match task {
+        None => Ok(()),
+        Some(task) => Err(task),
+    }
+}
+
+pub(crate) fn push_local(
+    shared: &Shared,
+    channel: usize,
+    task: RunningTask,
+) -> Result<(), RunningTask> {
+    let mut task = Some(task);
+    let _ = CURRENT.try_with(|c| {
+        if let Some(local) = c.borrow().as_ref() {
+            // A slot task moved to its channel goes behind outside work.
+            if local.pool_id == shared.id && !local.lifo.is_flushing() {
                 local.deques[channel].push(task.take().expect("pushed once"));
             }
         }
@@ -113,8 +149,8 @@ pub(crate) fn push_local(
 }
 
 /// Who is asking a channel for a task: a worker (with its local deques) or
-/// another thread (draining a closed pool). Passed to [`Channel::pop`]
-/// (crate::Channel::pop).
+/// another thread (draining a closed pool). Passed to
+/// [`Channel::pop`](crate::Channel::pop).
 pub struct WorkerContext<'a> {
     shared: &'a Shared,
     local: Option<&'a WorkerLocal>,
@@ -135,6 +171,10 @@ impl<'a> WorkerContext<'a> {
         }
     }
 
+    pub(crate) fn local(&self) -> Option<&'a WorkerLocal> {
+        self.local
+    }
+
     /// The index of the asking worker, or `None` if it is not a worker.
     pub fn worker_index(&self) -> Option<usize> {
         self.local.map(|l| l.index)
@@ -150,8 +190,9 @@ impl fmt::Debug for WorkerContext<'_> {
     }
 }
 
-/// A work-stealing FIFO: the building block of [`VecDequeChannel`]
-/// (crate::VecDequeChannel), usable in channels of your own.
+/// A work-stealing FIFO: the building block of
+/// [`VecDequeChannel`](crate::VecDequeChannel), usable in channels of your
+/// own.
 pub struct WorkQueue {
     injector: Injector<RunningTask>,
 }

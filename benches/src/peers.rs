@@ -257,6 +257,30 @@ impl Peer for Smartpool {
     }
 }
 
+/// smartpool with both channels built `with_lifo_slot`: a task submitted
+/// on a worker runs next on it (tokio's LIFO slot; opt-in in smartpool).
+pub struct SmartpoolLifo(smartpool::OwnedPool<ours::TwoLevels>);
+
+impl Peer for SmartpoolLifo {
+    const NAME: &'static str = "smartpool LIFO";
+    const FUTURES: bool = true;
+    const LEVELS: bool = true;
+    type Spawner = Arc<smartpool::Pool<ours::TwoLevels>>;
+    fn start(threads: usize) -> SmartpoolLifo {
+        SmartpoolLifo(
+            smartpool::OwnedPool::new(ours::TwoLevels {
+                urgent: smartpool::VecDequeChannel::with_lifo_slot(),
+                normal: smartpool::VecDequeChannel::with_lifo_slot(),
+                threads,
+            })
+            .expect("smartpool"),
+        )
+    }
+    fn spawner(&self) -> Arc<smartpool::Pool<ours::TwoLevels>> {
+        self.0.pool.clone()
+    }
+}
+
 impl Spawner for Arc<smartpool::Pool<ours::TwoLevels>> {
     fn spawn(&self, f: impl FnOnce() + Send + 'static) {
         use smartpool::Exec;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 
 use super::{Channel, ChannelLink};
+use crate::steal;
 use crate::task::{self, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -49,7 +50,8 @@ impl<C: Channel + ?Sized> Exec for C {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        try_exec_with(self, future, |task, link| self.push(task, link))
+        let lifo = self.lifo_slot();
+        try_exec_with(self, future, lifo, |task, link| self.push(task, link))
     }
 }
 
@@ -88,7 +90,8 @@ pub trait ExecParam: Channel {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        try_exec_with(self, future, |task, link| {
+        // The parameter orders the task: it must reach the channel.
+        try_exec_with(self, future, false, |task, link| {
             self.push_param(task, param, link)
         })
     }
@@ -99,6 +102,7 @@ pub trait ExecParam: Channel {
 fn try_exec_with<C, F>(
     channel: &C,
     future: F,
+    lifo: bool,
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) -> Result<JoinHandle<F::Output>, Rejected<F>>
 where
@@ -122,7 +126,7 @@ where
     // `admit` counted it already if the channel is complete_on_close.
     task.swap_counted(link.shared.channels[link.index].complete_on_close);
     // Made with this link's scheduler: it belongs to this pool.
-    enqueue(channel, link, task, push);
+    enqueue(channel, link, task, lifo, push);
     Ok(handle)
 }
 
@@ -136,7 +140,8 @@ pub trait Submit {
 
 impl<C: Channel + ?Sized> Submit for C {
     fn submit(&self, task: RunningTask) {
-        submit_with(self, task, |task, link| self.push(task, link));
+        let lifo = self.lifo_slot();
+        submit_with(self, task, lifo, |task, link| self.push(task, link));
     }
 }
 
@@ -145,6 +150,7 @@ impl<C: Channel + ?Sized> Submit for C {
 fn submit_with<C: Channel + ?Sized>(
     channel: &C,
     task: RunningTask,
+    lifo: bool,
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) {
     let Some(link) = channel.link() else {
@@ -157,19 +163,29 @@ fn submit_with<C: Channel + ?Sized>(
         log::warn!("smartpool: task submitted to a channel of another pool; dropped");
         return;
     }
-    enqueue(channel, link, task, push);
+    enqueue(channel, link, task, lifo, push);
 }
 
 /// The one path by which tasks enter a channel of their pool, `push`
-/// storing them.
+/// storing them; or, if `lifo` allows it, the calling worker's LIFO slot.
 fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,
     task: RunningTask,
+    lifo: bool,
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) {
     let shared = &link.shared;
     shared.account(&task, link.index);
+    let task = if lifo && !shared.close.is_terminated() {
+        // The slot's worker runs it next: no bit, no wake (see `lifo`).
+        match steal::offer_lifo(shared, link.index, task) {
+            Ok(()) => return,
+            Err(task) => task,
+        }
+    } else {
+        task
+    };
     push(task, link);
     // Marks the status bit (post fence, and set fence if it set it), then
     // wakes a sleeper.
@@ -194,6 +210,17 @@ enum Reason {
 }
 
 impl<F> Rejected<F> {
+    /// Gives `future` back if `channel` would refuse it now: it belongs to
+    /// no pool, or its pool is no longer open.
+    pub(crate) fn check<C: Channel + ?Sized>(channel: &C, future: F) -> Result<F, Rejected<F>> {
+        let reason = match channel.link() {
+            None => Reason::Unattached,
+            Some(link) if !link.is_open() => Reason::Closed,
+            Some(_) => return Ok(future),
+        };
+        Err(Rejected { future, reason })
+    }
+
     /// The future that was not run.
     pub fn into_inner(self) -> F {
         self.future

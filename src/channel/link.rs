@@ -7,9 +7,9 @@ use crate::pool::Shared;
 use crate::steal;
 use crate::task::{RunningTask, Schedule};
 
-/// What a channel knows of its pool: handed to [`Channel::attach`]
-/// (crate::Channel::attach) once, used by the pool's submit path and by
-/// [`WorkQueue`](crate::WorkQueue).
+/// What a channel knows of its pool: handed to
+/// [`Channel::attach`](crate::Channel::attach) once, used by the pool's
+/// submit path and by [`WorkQueue`](crate::WorkQueue).
 #[derive(Clone)]
 pub struct ChannelLink {
     pub(crate) shared: Arc<Shared>,
@@ -37,7 +37,9 @@ impl ChannelLink {
     }
 
     /// Pushes `task` onto the calling worker's local queue for this channel,
-    /// if the caller is a worker thread of this pool; gives it back if not.
+    /// if the caller is a worker thread of this pool; gives it back if not,
+    /// or if the worker is moving its LIFO slot's task out (which must go
+    /// where the other workers look, behind work queued from outside).
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {
         steal::push_local(&self.shared, self.index, task)
     }

@@ -73,4 +73,20 @@ pub trait Channel: Send + Sync {
     /// move, as after a push: the pool's status bit for the channel may have
     /// been cleared by a worker that looked during the move.
     fn pop(&self, worker: &WorkerContext<'_>) -> Option<RunningTask>;
+
+    /// Whether a task submitted to this channel from one of its pool's
+    /// worker threads may skip the channel and run next on that thread,
+    /// in the worker's LIFO slot, as tokio runs a task spawned from inside
+    /// its runtime. It keeps chains of tasks and message-passing pairs on
+    /// one core, where a queue would let them bounce between cores; the
+    /// cost is that such a task is invisible to the other workers until
+    /// the submitting task returns or parks, so a task that blocks waiting
+    /// for one it submitted this way waits forever. The slot still respects
+    /// priorities: a worker runs it only when the schedule would serve this
+    /// channel's level. (A task that wakes itself during its poll, a yield,
+    /// always goes through the channel.) Default: `false`, the channel sees
+    /// every task; [`VecDequeChannel::with_lifo_slot`] says `true`.
+    fn lifo_slot(&self) -> bool {
+        false
+    }
 }

@@ -61,6 +61,10 @@ impl<C: Channel> Channel for MultiChannel<C> {
         // mark, which the pool's clear-and-look-again protocol sees.
         (0..n).find_map(|k| self.inner[(start + k) % n].pop(worker))
     }
+
+    fn lifo_slot(&self) -> bool {
+        self.inner.iter().all(|inner| inner.lifo_slot())
+    }
 }
 
 /// Parameterised shards make a parameterised channel: each task goes, with

@@ -104,6 +104,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             let pool = pool.clone();
             let spawned = thread::Builder::new()
                 .name(format!("smartpool-worker-{}", local.index))
+                .stack_size(worker::STACK_SIZE)
                 .spawn(move || worker::run(pool, local));
             match spawned {
                 Ok(handle) => handles.push(handle),

@@ -1,6 +1,7 @@
 //! The worker loop: find a task through the schedule, run it, and when there
 //! is none, go through the sleep protocol.
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -8,15 +9,26 @@ use std::time::Duration;
 
 use super::Pool;
 use crate::behavior::PoolBehavior;
+use crate::channel::Submit;
 use crate::schedule::Cursor;
+use crate::scope::{self, Help};
 use crate::steal::{self, WorkerContext, WorkerLocal};
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
 
 /// Body of worker thread `local.index`.
 pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
+    local.stack_base.set(stack_address());
     let local = Rc::new(local);
     let entered = steal::enter(local.clone());
+    // The helper owns the worker's reference to the pool: one per worker,
+    // held from the thread's start to its end.
+    let helper = Rc::new(Helper {
+        pool,
+        local: local.clone(),
+    });
+    let pool = &helper.pool;
+    let helping = scope::enter_worker(helper.clone());
     // Tasks and followups catch their own panics; a panicking third-party
     // channel unwinds out of `work`. The worker logs it and goes on: its
     // idle state, if any, left the idle count as it unwound, and `take` set
@@ -25,7 +37,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     // row (up to 100 ms): the worker stays alive to serve other channels
     // and close, at a bounded cost.
     let mut pause = Duration::from_millis(1);
-    while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(&pool, &local))) {
+    while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(pool, &local))) {
         log::error!(
             "smartpool: worker {}: a channel panicked: {}; the worker goes on",
             local.index,
@@ -34,6 +46,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }
+    drop(helping);
     local.drain();
     drop(entered);
     let shared = &pool.shared;
@@ -55,37 +68,206 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
             return;
         }
         if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
-            execute(pool, task, channel);
+            execute(pool, local, task, channel);
             continue;
         }
         let mut idle = shared.sleep.start_looking(local.index);
+        let idle_flag = IdleFlag::set(&local.idle);
         loop {
             if shared.close.is_terminated() {
                 return;
             }
             if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
+                drop(idle_flag);
                 shared.sleep.work_found(idle, || shared.status.any());
-                execute(pool, task, channel);
+                execute(pool, local, task, channel);
                 continue 'work;
             }
             shared.sleep.no_work_found(&mut idle, || {
-                shared.status.any() || shared.close.is_terminated()
+                shared.status.any() || shared.close.is_terminated() || local.lifo.is_full()
             });
         }
     }
 }
 
+/// A worker thread's pool, for a scope that waits on that thread.
+struct Helper<B: PoolBehavior> {
+    pool: Arc<Pool<B>>,
+    local: Rc<WorkerLocal>,
+}
+
+/// A worker thread's stack: twice std's default, because a scope waiting
+/// on a worker runs other tasks on top of its own frames (see `help_until`).
+pub(super) const STACK_SIZE: usize = 4 << 20;
+
+/// Stack a worker may have used and still start helping: each nested wait
+/// runs a task on top of the waiting one, and siblings queued ahead of the
+/// awaited tasks nest as deep as the queue is long. The rest is left to the
+/// tasks it runs.
+const HELP_STACK_BUDGET: usize = 3 << 20;
+
+/// An address on the current stack, to measure how much of it is in use
+/// (stacks grow down on every platform Rust's std supports threads on but a
+/// few; there, `used` reads 0 and the budget never binds).
+#[inline(never)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl<B: PoolBehavior> Help for Helper<B> {
+    /// The worker loop, with `done` for its end, and these differences:
+    /// * With more than [`HELP_STACK_BUDGET`] of its stack in use, it does
+    ///   not help: it moves its LIFO slot's task to its channel (where the
+    ///   other workers see it) and returns `false`, for the caller to park.
+    /// * Entered from code the worker runs while idle (a channel's `pop`),
+    ///   it searches without the sleep protocol, whose idle state the outer
+    ///   search holds (taking it twice would miscount the worker): it
+    ///   counts as an awake idle worker, which it is, and yields between
+    ///   searches.
+    /// * The pool terminating does not end it: a terminated pool's workers
+    ///   exit, but this one is inside a task, so it cannot. It does what the
+    ///   last worker out does (see `close`): having read `TERMINATED`, it
+    ///   fences and drains every channel (a push that raced termination is
+    ///   either seen by that drain or drained by its pusher), then returns
+    ///   `false`, for the caller to park.
+    fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
+        let pool = &*self.pool;
+        let shared = &*pool.shared;
+        let local = &*self.local;
+        if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
+            if let Some((channel, task)) = local.lifo.take() {
+                local
+                    .lifo
+                    .flushing_during(|| pool.channel_at(channel).submit(task));
+            }
+            return false;
+        }
+        let worker = WorkerContext::worker(shared, local);
+        let mut cursor = pool.levels.cursor();
+        if local.idle.get() {
+            while !done() {
+                if shared.close.is_terminated() {
+                    drain_terminated(pool, local);
+                    return false;
+                }
+                match find(pool, &worker, &mut cursor) {
+                    Some((task, channel)) => execute(pool, local, task, channel),
+                    None => crate::sync::yield_now(),
+                }
+            }
+            return true;
+        }
+        'work: loop {
+            if done() {
+                return true;
+            }
+            if shared.close.is_terminated() {
+                drain_terminated(pool, local);
+                return false;
+            }
+            if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
+                execute(pool, local, task, channel);
+                continue;
+            }
+            let mut idle = shared.sleep.start_looking(local.index);
+            let idle_flag = IdleFlag::set(&local.idle);
+            loop {
+                if done() || shared.close.is_terminated() {
+                    // Leaving idle without a task: jobs posted meanwhile may
+                    // have counted on us, so hand the search on as if we
+                    // had found one.
+                    drop(idle_flag);
+                    shared.sleep.work_found(idle, || shared.status.any());
+                    continue 'work;
+                }
+                if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
+                    drop(idle_flag);
+                    shared.sleep.work_found(idle, || shared.status.any());
+                    execute(pool, local, task, channel);
+                    continue 'work;
+                }
+                shared.sleep.no_work_found(&mut idle, || {
+                    shared.status.any()
+                        || shared.close.is_terminated()
+                        || local.lifo.is_full()
+                        || done()
+                });
+            }
+        }
+    }
+
+    fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
+        let shared = self.pool.shared.clone();
+        let index = self.local.index;
+        Box::new(move || {
+            shared.sleep.wake(index);
+        })
+    }
+}
+
+/// What the last worker out does, for a worker that cannot exit because it
+/// waits inside a task: called after reading `TERMINATED`.
+fn drain_terminated<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
+    // Pairs with the post fence of a push that raced termination (see
+    // `close`): either that pusher sees TERMINATED, or we see its task.
+    fence(Ordering::SeqCst);
+    drop(local.lifo.take());
+    pool.drain_all();
+}
+
+/// Marks the worker idle (holding its idle state) until dropped, also when
+/// a channel's panic unwinds through the search.
+struct IdleFlag<'a>(&'a Cell<bool>);
+
+impl<'a> IdleFlag<'a> {
+    fn set(flag: &'a Cell<bool>) -> IdleFlag<'a> {
+        flag.set(true);
+        IdleFlag(flag)
+    }
+}
+
+impl Drop for IdleFlag<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// The next task for `worker`: its LIFO slot's, if the schedule admits it
+/// and the streak allows (else that task goes to its channel, see `lifo`),
+/// or one from the channels by the schedule.
 fn find<B: PoolBehavior>(
     pool: &Pool<B>,
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
 ) -> Option<(RunningTask, usize)> {
-    pool.levels.find(&pool.shared.status, cursor, |channel| {
+    let status = &pool.shared.status;
+    if let Some(local) = worker.local() {
+        if let Some((channel, task)) = local.lifo.take() {
+            // At the end of a streak, queued work goes first, if there is
+            // any: the slot must not keep a worker from it.
+            if pool.levels.admits(status, cursor, channel)
+                && (local.lifo.extend_streak() || !status.any())
+            {
+                return Some((task, channel));
+            }
+            local
+                .lifo
+                .flushing_during(|| pool.channel_at(channel).submit(task));
+        }
+        local.lifo.end_streak();
+    }
+    pool.levels.find(status, cursor, |channel| {
         pool.take(worker, channel).map(|task| (task, channel))
     })
 }
 
-fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask, channel: usize) {
+fn execute<B: PoolBehavior>(
+    pool: &Pool<B>,
+    local: &WorkerLocal,
+    task: RunningTask,
+    channel: usize,
+) {
     let shared = &pool.shared;
     if !shared.channels[channel].complete_on_close && shared.close.is_closing() {
         // Closing: tasks of dropping channels are dropped, not run.
@@ -100,6 +282,8 @@ fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask, channel: usize) {
             }
         }
         RunOutcome::Parked => {}
-        RunOutcome::Requeue(task) => pool.followup(task),
+        // Woken during its own poll (a yield): behind the queued work, not
+        // in the slot.
+        RunOutcome::Requeue(task) => local.lifo.closed_during(|| pool.followup(task)),
     }
 }

@@ -29,8 +29,10 @@
 //! 2. Still nothing: under its own lock, it adds itself to the sleeping count
 //!    only if the JEC is unchanged (else a job came: back to step 1's search).
 //! 3. `fence(SeqCst)`, the *sleep fence*.
-//! 4. Final check: any status bit set, or the pool terminating? Then it takes
-//!    itself off the sleeping count and searches again.
+//! 4. Final check: any status bit set, or the pool terminating (or, from
+//!    the worker: its LIFO slot full; for a worker waiting in a scope: the
+//!    wait over)? Then it takes itself off the sleeping count and searches
+//!    again.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
 //!    the mark (the waker also decrements the sleeping count).
 //!
@@ -246,7 +248,8 @@ impl Sleep {
         }
     }
 
-    fn wake(&self, worker: usize) -> bool {
+    /// Wakes `worker` if it is blocked in its slot; returns whether it was.
+    pub(crate) fn wake(&self, worker: usize) -> bool {
         let slot = &self.slots[worker];
         let mut blocked = lock(&slot.blocked);
         if !*blocked {

@@ -30,6 +30,15 @@ impl TwoLevels {
         TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, (true, false))
     }
 
+    /// Both channels built `with_lifo_slot`.
+    pub fn lifo(threads: usize, coc: (bool, bool)) -> TwoLevels {
+        TwoLevels {
+            high: VecDequeChannel::with_lifo_slot(),
+            low: VecDequeChannel::with_lifo_slot(),
+            ..TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, coc)
+        }
+    }
+
     pub fn with(threads: usize, schedule: ScheduleAlgorithm, coc: (bool, bool)) -> TwoLevels {
         TwoLevels {
             high: VecDequeChannel::new(),

@@ -1,0 +1,170 @@
+//! The scoped task: a user's future wrapped so that it ends exactly once,
+//! and only then counts its scope down; then boxed and its lifetime erased
+//! for the pool's `'static` task machinery.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::handle::{ScopedJoinHandle, Slot};
+use super::ScopeState;
+use crate::task::{panic_message, JoinError};
+
+/// A scoped task, as the pool sees it.
+pub(super) type Erased = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// How a scoped task ended.
+enum End<T> {
+    Ready(T),
+    Panicked(Box<dyn Any + Send + 'static>),
+    /// Dropped unfinished by its pool.
+    Cancelled,
+}
+
+/// Owns the user's future and its slot until the task ends. Every field is
+/// `None` after `finish`.
+pub(super) struct ScopedTask<F: Future> {
+    /// Boxed so that it stays pinned without a pin projection.
+    future: Option<Pin<Box<F>>>,
+    slot: Option<Arc<Slot<F::Output>>>,
+    scope: Option<Arc<ScopeState>>,
+}
+
+impl<F> ScopedTask<F>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    /// Wraps `future` for `scope`, which must already count it (see
+    /// `Scope::exec`), and erases its lifetime.
+    pub(super) fn erase<'scope>(
+        future: F,
+        scope: Arc<ScopeState>,
+    ) -> (Erased, ScopedJoinHandle<'scope, F::Output>)
+    where
+        F: 'scope,
+        F::Output: 'scope,
+    {
+        let slot = Arc::new(Slot::new());
+        let task = ScopedTask {
+            future: Some(Box::pin(future)),
+            slot: Some(slot.clone()),
+            scope: Some(scope),
+        };
+        let task: Pin<Box<dyn Future<Output = ()> + Send + 'scope>> = Box::pin(task);
+        // SAFETY: only the trait object's lifetime bound changes (same fat
+        // pointer, same vtable). The object borrows from `'scope` through
+        // `future` and `slot` only, and nothing reaches them after the
+        // scope ends:
+        // 1. `scope()` neither returns nor unwinds before its latch opens
+        //    (`CountLatch::wait` catches panics, and aborts rather than
+        //    unwind);
+        // 2. the latch counts this task from before it exists until
+        //    `finish` counts it down, and `finish` runs exactly once (its
+        //    `scope` field is taken), on `Ready`, on a panic, or in `Drop`,
+        //    and counts down only after dropping the future and its
+        //    reference to the slot (so the output too, unless the handle,
+        //    itself bound to `'scope`, holds it), even if it unwinds: the
+        //    count-down is a guard dropped after those;
+        // 3. after that every field is `None`: polling returns `Ready(())`
+        //    and dropping does nothing, whenever the pool does either. A task
+        //    that never ends (leaked, or never woken) keeps the scope waiting
+        //    forever instead.
+        let task: Erased = unsafe {
+            std::mem::transmute::<Pin<Box<dyn Future<Output = ()> + Send + 'scope>>, Erased>(task)
+        };
+        (task, ScopedJoinHandle::new(slot))
+    }
+}
+
+impl<F: Future> ScopedTask<F> {
+    /// Ends the task, once: drops the future, fills the slot and lets go
+    /// of it, then counts the scope down. Catches the user code it runs
+    /// (drops, the joiner's waker) and hands any panic to the scope.
+    fn finish(&mut self, end: End<F::Output>) {
+        let Some(scope) = self.scope.take() else {
+            return;
+        };
+        // Counts down when dropped, so also if something here unwinds
+        // after all (a panicking logger): declared before every local that
+        // holds borrowed data, it drops after them.
+        let scope = CountDownOnDrop(scope);
+        let end = end; // a local now: dropped before `scope`, unlike a parameter
+        if let Some(future) = self.future.take() {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(future))) {
+                scope.record_panic(panic);
+            }
+        }
+        let result = match end {
+            End::Ready(output) => Ok(output),
+            End::Panicked(panic) => {
+                // The payload goes to the scope, which resumes it; the
+                // handle gets its message.
+                let message = format!("scoped task panicked: {}", panic_message(&*panic));
+                scope.record_panic(panic);
+                Err(JoinError::panicked(Box::new(message)))
+            }
+            End::Cancelled => Err(JoinError::cancelled()),
+        };
+        if let Some(slot) = self.slot.take() {
+            slot.fill(result);
+            // The last reference if the handle is gone: drops the output.
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(slot))) {
+                scope.record_panic(panic);
+            }
+        }
+    }
+}
+
+/// The scope's count for one task, given back on drop.
+struct CountDownOnDrop(Arc<ScopeState>);
+
+impl std::ops::Deref for CountDownOnDrop {
+    type Target = ScopeState;
+
+    fn deref(&self) -> &ScopeState {
+        &self.0
+    }
+}
+
+impl Drop for CountDownOnDrop {
+    fn drop(&mut self) {
+        self.0.latch.count_down();
+    }
+}
+
+impl<F> Future for ScopedTask<F>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // `ScopedTask` is `Unpin`: the user's future is pinned in its box.
+        let this = self.get_mut();
+        let Some(future) = this.future.as_mut() else {
+            return Poll::Ready(());
+        };
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => {
+                this.finish(End::Ready(output));
+                Poll::Ready(())
+            }
+            Err(panic) => {
+                this.finish(End::Panicked(panic));
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl<F: Future> Drop for ScopedTask<F> {
+    fn drop(&mut self) {
+        self.finish(End::Cancelled);
+    }
+}

@@ -1,0 +1,121 @@
+//! `ScopedJoinHandle`: the output of a scoped task, and the slot it comes
+//! through.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::task::AtomicWaker;
+
+use super::latch::CountLatch;
+use crate::task::JoinError;
+
+/// Where a scoped task leaves its result. Its own (not the task cell's):
+/// the output may borrow from the scope, so it must never be left in a
+/// cell that a stray waker could keep alive past the scope.
+pub(super) struct Slot<T> {
+    result: Mutex<Option<Result<T, JoinError>>>,
+    /// Opens once `result` is filled: what a blocking `join` waits on.
+    filled: CountLatch,
+    /// An awaiting joiner.
+    waker: AtomicWaker,
+}
+
+impl<T> Slot<T> {
+    pub(super) fn new() -> Slot<T> {
+        Slot {
+            result: Mutex::new(None),
+            filled: CountLatch::new(1),
+            waker: AtomicWaker::new(),
+        }
+    }
+
+    /// Stores the task's result (once) and tells the joiner. The joiner's
+    /// waker is user code: its panic is caught and logged.
+    pub(super) fn fill(&self, result: Result<T, JoinError>) {
+        *lock(&self.result) = Some(result);
+        self.filled.count_down();
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.waker.wake())) {
+            log::error!(
+                "smartpool: a ScopedJoinHandle's waker panicked: {}",
+                crate::task::panic_message(&*panic)
+            );
+        }
+    }
+
+    fn take(&self) -> Result<T, JoinError> {
+        lock(&self.result)
+            .take()
+            .expect("ScopedJoinHandle polled after it returned")
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing panics under this lock: a poisoned one is consistent.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The output of a task submitted with [`Scope::exec`](crate::Scope::exec):
+/// await it (from another task, or with any executor's `block_on`), or
+/// [`join`](ScopedJoinHandle::join) it.
+///
+/// It cannot leave its scope. Dropping it detaches the task, which still
+/// runs before the scope returns (so, unlike a `JoinHandle`, it is fine to
+/// ignore).
+pub struct ScopedJoinHandle<'scope, T> {
+    slot: Arc<Slot<T>>,
+    scope: PhantomData<&'scope ()>,
+}
+
+impl<'scope, T> ScopedJoinHandle<'scope, T> {
+    pub(super) fn new(slot: Arc<Slot<T>>) -> ScopedJoinHandle<'scope, T> {
+        ScopedJoinHandle {
+            slot,
+            scope: PhantomData,
+        }
+    }
+
+    /// Whether the task has ended (completed, panicked or cancelled), so
+    /// that joining returns at once.
+    pub fn is_finished(&self) -> bool {
+        self.slot.filled.is_open()
+    }
+
+    /// Blocks until the task ends and returns its output, or a
+    /// [`JoinError`] if it panicked or was cancelled. On a worker thread of
+    /// a pool, runs that pool's queued tasks while it waits (as
+    /// [`scope`](crate::scope) does), so joining from inside a task does not
+    /// deadlock a 1-thread pool.
+    pub fn join(self) -> Result<T, JoinError> {
+        self.slot.filled.wait();
+        self.slot.take()
+    }
+}
+
+impl<T> Future for ScopedJoinHandle<'_, T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if !self.slot.filled.is_open() {
+            self.slot.waker.register(cx.waker());
+            // Register, then look again: `fill` opens the latch before it
+            // wakes the registered waker.
+            if !self.slot.filled.is_open() {
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(self.slot.take())
+    }
+}
+
+impl<T> fmt::Debug for ScopedJoinHandle<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopedJoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}

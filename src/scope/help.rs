@@ -1,0 +1,42 @@
+//! How a waiting worker thread reaches its pool: the worker loop registers
+//! a [`Help`] for its thread, which a scope's wait finds here.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// A worker thread's access to its own pool, for a scope waiting on it.
+pub(crate) trait Help {
+    /// Runs the pool's queued tasks until `done()` is true, through the
+    /// worker's schedule; when there are none, sleeps through the pool's
+    /// sleep protocol with `done()` in the final check before blocking.
+    /// Returns `true` once `done()`, or `false` early, for the caller to
+    /// park: the pool has terminated (and was drained), or the worker's
+    /// stack is too deep in nested waits to help.
+    fn help_until(&self, done: &dyn Fn() -> bool) -> bool;
+
+    /// Wakes this worker from any thread if it sleeps in its slot.
+    fn waker(&self) -> Box<dyn Fn() + Send + Sync>;
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<dyn Help>>> = const { RefCell::new(None) };
+}
+
+/// Registers `help` as this worker thread's, until the guard drops.
+pub(crate) fn enter_worker(help: Rc<dyn Help>) -> impl Drop {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|c| c.borrow_mut().take());
+        }
+    }
+    CURRENT.with(|c| *c.borrow_mut() = Some(help));
+    Exit
+}
+
+/// The calling worker thread's help, if it is a worker.
+pub(super) fn current() -> Option<Rc<dyn Help>> {
+    // Cloned out: the borrow ends before helping runs tasks, which may open
+    // scopes of their own.
+    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+}

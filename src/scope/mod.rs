@@ -1,0 +1,318 @@
+//! Scoped tasks: tasks that borrow from the caller's stack, run on the
+//! pool's channels, and are all finished before [`scope`] returns.
+//!
+//! # The contract
+//!
+//! `scope(|s| ..)` runs its body on the calling thread; inside it,
+//! [`Scope::exec`] submits futures that may borrow anything that outlives
+//! the call to `scope`. `scope` returns only when every task submitted
+//! through `s` has *ended*: completed, panicked, or been dropped by its pool
+//! (a close, a followup that dropped it). That is what makes the borrows
+//! sound without an `unsafe` contract on the user: the pool's task machinery
+//! wants `'static` futures, so each scoped future is boxed and its lifetime
+//! erased (`erase`), and this module's job is to make sure nothing borrowed
+//! is touched after the erased box outlives the scope.
+//!
+//! # The protocol: one count-down latch per scope (`latch`)
+//!
+//! * The latch starts at 1, for the body. `exec` adds 1 before the task
+//!   exists; it can only be called while the count is above 0 (the body is
+//!   still running, or a task of the scope that is running calls it).
+//! * A scoped task *ends* exactly once, in `erase::ScopedTask::finish`: when
+//!   its future returns `Ready`, panics, or the task is dropped unfinished.
+//!   `finish` first drops the user's future, then hands the output to the
+//!   join handle's slot and drops its own reference to that slot (which
+//!   drops the output if the handle is gone), and only then counts the latch
+//!   down. After the count-down the erased box holds nothing borrowed: the
+//!   pool may poll it (it returns `Ready` at once) or free it whenever it
+//!   likes, for instance when a stray waker clone finally goes.
+//! * The body ends (returning or unwinding: its panic is caught), its 1 is
+//!   counted down, and the caller waits until the count reads 0 with an
+//!   `Acquire` load that pairs with the `Release` count-downs (through the
+//!   release sequence they continue one another's): everything the
+//!   tasks did, drops included, happens before `scope` returns.
+//! * Then `scope` resumes the body's panic if it had one, else the first
+//!   task panic, else returns the body's value.
+//!
+//! Invariant: *while the count is above 0, the scope has not returned; when
+//! it reaches 0, no erased task holds anything borrowed.* A task that never
+//! ends (parked forever, or leaked by a channel that forgets its
+//! `RunningTask`) keeps the scope waiting, as a thread that never ends keeps
+//! `std::thread::scope` waiting: a hang, never a dangling borrow. The wait
+//! itself cannot be left early: it catches panics of the channels it polls,
+//! and aborts the process should anything else unwind out of it.
+//!
+//! # Waiting without deadlock (`help`)
+//!
+//! A scope opened inside a pool task must not block its worker: on a
+//! 1-thread pool, the scoped tasks could then never run. So a waiter on a
+//! worker thread *helps*: it runs its pool's queued tasks (by the same
+//! schedule as the worker loop) until the latch opens, and when there is
+//! none it goes through the pool's sleep protocol like an idle worker, with
+//! "the latch is open" added to the final check before it blocks. Any other
+//! thread parks; so does a worker whose pool terminated (after draining
+//! it), and one whose stack is mostly used by nested waits (after moving
+//! its LIFO slot's task where other workers see it).
+//!
+//! # Why the waiter is always woken
+//!
+//! The waiter registers its wake target under the latch's mutex before it
+//! reads the count: its worker slot if it is a worker (which helps), its
+//! thread otherwise (which parks; a worker whose pool terminated with
+//! nothing left to run re-registers as a thread, then parks). The task
+//! whose count-down reaches 0 (one party, once) then takes the target from
+//! under that mutex and wakes it. Either the count-down's lock came first,
+//! and the waiter's read after its own registration sees 0; or the target
+//! was there, and it is woken: a thread is unparked (park keeps the token,
+//! so an unpark before the park is not lost); a worker is woken through its
+//! sleep slot's lock, under which a sleeping worker made its final check,
+//! so either that check saw the latch open or the worker was already
+//! blocked and the wake finds it. A wake that finds the waiter awake, or
+//! already gone, is harmless. `loom_model` checks the latch with both kinds
+//! of waiter, on the real `Sleep` with a minimal helper (the worker's real
+//! helping loop, `pool::worker`, is exercised by `tests/scope.rs`).
+
+mod erase;
+mod handle;
+mod help;
+mod latch;
+
+pub use handle::ScopedJoinHandle;
+pub(crate) use help::{enter_worker, Help};
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::channel::{Channel, Exec, Rejected};
+use crate::sync::{lock, Mutex};
+use latch::CountLatch;
+
+/// The shared part of a scope: its latch and its first task panic.
+#[derive(Debug)]
+struct ScopeState {
+    latch: CountLatch,
+    panic: Mutex<Option<Box<dyn Any + Send + 'static>>>,
+}
+
+impl ScopeState {
+    /// Keeps the first panic of a task; later ones are logged and dropped.
+    /// Never unwinds (the logger and the payload's drop are user code), so
+    /// a task's `finish` always fills its slot.
+    fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
+        let mut first = lock(&self.panic);
+        if first.is_none() {
+            *first = Some(payload);
+            return;
+        }
+        drop(first);
+        let _ = catch_unwind(AssertUnwindSafe(move || {
+            log::error!(
+                "smartpool: another scoped task panicked: {}",
+                crate::task::panic_message(&*payload)
+            );
+            drop(payload);
+        }));
+    }
+}
+
+/// Runs `body` with a [`Scope`] through which it can submit tasks that
+/// borrow from the surrounding stack, and returns once every one of those
+/// tasks has finished (or was dropped by its pool).
+///
+/// Like [`std::thread::scope`] and `rayon::scope`, but the tasks are futures
+/// on your pool's channels, each queued by its channel's priority:
+///
+/// ```
+/// # use smartpool::prelude::*;
+/// # use std::sync::atomic::{AtomicUsize, Ordering};
+/// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+/// # struct One { work: VecDequeChannel }
+/// # impl PoolBehavior for One {
+/// #     type ChannelKey = Only;
+/// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 2,
+/// #         schedule: ScheduleAlgorithm::HighestFirst,
+/// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+/// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+/// #     fn followup(&self, _: Only, task: RunningTask) { self.work.submit(task) }
+/// # }
+/// # let owned = OwnedPool::new(One { work: VecDequeChannel::new() }).unwrap();
+/// # let pool = owned.pool.clone();
+/// let mut words = vec!["scoped".to_string(), "tasks".to_string()];
+/// let total = AtomicUsize::new(0);
+/// smartpool::scope(|s| {
+///     for word in &mut words {
+///         // Borrows `word` mutably and `total` shared: no `'static` needed.
+///         s.exec(&pool.work, run(|| {
+///             word.make_ascii_uppercase();
+///             total.fetch_add(word.len(), Ordering::Relaxed);
+///         }));
+///     }
+/// });
+/// assert_eq!(words, ["SCOPED", "TASKS"]);
+/// assert_eq!(total.into_inner(), 11);
+/// ```
+///
+/// # Panics
+///
+/// If the body panics, or a task does, `scope` still waits for every task,
+/// then resumes the panic: the body's if it panicked, else the first task's.
+///
+/// # Blocking
+///
+/// `scope` blocks its thread until the tasks finish. On a worker thread of
+/// a pool, it runs that pool's queued tasks meanwhile, so a scope opened
+/// inside a task does not deadlock waiting for its own tasks, even on a
+/// 1-thread pool; inside an `async` task it still blocks that task's poll,
+/// as a `rayon::scope` would. A task that never finishes (a future never
+/// woken) keeps `scope` waiting.
+///
+/// The queued tasks a waiting worker runs may be any of its pool's, as in
+/// rayon, with the same hazards: the waiting task resumes only after the
+/// task the worker picked returns (a long low-priority task delays it); a
+/// task it picked that waits for something only the waiting task will do
+/// later deadlocks both; and a lock or `RefCell` borrow held across `scope`
+/// is still held while those tasks run. A worker nests waits on its stack
+/// (it has 4 MiB); with 3 MiB of it in use, a wait stops helping and only
+/// blocks, which on a 1-thread pool deadlocks rather than overflow the
+/// stack.
+///
+/// Tasks cannot outlive what they borrow; this does not compile:
+///
+/// ```compile_fail
+/// # use smartpool::prelude::*;
+/// let channel = VecDequeChannel::new();
+/// smartpool::scope(|s| {
+///     let local = vec![1, 2, 3];
+///     // `local` is dropped at the end of the body, before the task must end.
+///     s.exec(&channel, run(|| local.len()));
+/// });
+/// ```
+///
+/// Nor can a handle escape the scope:
+///
+/// ```compile_fail
+/// # use smartpool::prelude::*;
+/// let channel = VecDequeChannel::new();
+/// let handle = smartpool::scope(|s| s.exec(&channel, run(|| 1)));
+/// ```
+///
+/// Tasks run on other threads, so what they capture must be `Send`:
+///
+/// ```compile_fail
+/// # use smartpool::prelude::*;
+/// let channel = VecDequeChannel::new();
+/// let counter = std::rc::Rc::new(5);
+/// smartpool::scope(|s| {
+///     s.exec(&channel, run(|| *counter + 1)); // `Rc` is not `Sync`
+/// });
+/// ```
+///
+/// And a task's borrows follow the usual rules, against the body too:
+///
+/// ```compile_fail
+/// # use smartpool::prelude::*;
+/// let channel = VecDequeChannel::new();
+/// let mut list = vec![1];
+/// smartpool::scope(|s| {
+///     s.exec(&channel, run(|| list.push(2)));
+///     list.push(3); // `list` is mutably borrowed by the task
+/// });
+/// ```
+pub fn scope<'env, F, T>(body: F) -> T
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+{
+    let scope = Scope {
+        state: Arc::new(ScopeState {
+            latch: CountLatch::new(1),
+            panic: Mutex::new(None),
+        }),
+        scope: PhantomData,
+        env: PhantomData,
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| body(&scope)));
+    scope.state.latch.count_down();
+    scope.state.latch.wait();
+    // Every task has ended: the panic slot is final.
+    let task_panic = lock(&scope.state.panic).take();
+    match (result, task_panic) {
+        (Err(panic), _) => resume_unwind(panic),
+        (Ok(_), Some(panic)) => resume_unwind(panic),
+        (Ok(value), None) => value,
+    }
+}
+
+/// Submits tasks that may borrow from outside the [`scope`] call; given to
+/// the scope's body (and can be captured by its tasks to submit more).
+pub struct Scope<'scope, 'env: 'scope> {
+    state: Arc<ScopeState>,
+    // Invariant in both lifetimes, as `std::thread::Scope` is: neither may
+    // be shrunk or stretched by variance to smuggle a borrow past the end.
+    scope: PhantomData<&'scope mut &'scope ()>,
+    env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope> Scope<'scope, '_> {
+    /// Runs `future` on `channel`'s pool; it may borrow anything that
+    /// outlives the scope. For a closure, wrap it: `s.exec(ch, run(|| ..))`.
+    ///
+    /// The handle resolves to the output, or to a
+    /// [`JoinError`](crate::JoinError) if the task panicked or was
+    /// cancelled: the pool closed before it ran, or the channel belongs to
+    /// no pool. A panic's payload goes to the scope, which resumes it; the
+    /// handle's error carries its message only. Use [`Scope::try_exec`] to
+    /// get the future back instead when the pool is closed.
+    ///
+    /// The task goes through `channel` as a one-argument `exec` would: a
+    /// channel with a parameter (a deadline) gives it its default.
+    pub fn exec<C, F>(&'scope self, channel: &C, future: F) -> ScopedJoinHandle<'scope, F::Output>
+    where
+        C: Channel + ?Sized,
+        F: Future + Send + 'scope,
+        F::Output: Send + 'scope,
+    {
+        self.state.latch.add();
+        let (task, handle) = erase::ScopedTask::erase(future, self.state.clone());
+        // A refused task is dropped here, which ends it: the handle reports
+        // the cancellation and the latch is counted down.
+        let _detached = channel.exec(task);
+        handle
+    }
+
+    /// Like [`Scope::exec`], but gives the future back if the pool is
+    /// closing or closed (or the channel belongs to no pool) at the time of
+    /// the call. A close that begins during the call still cancels the task,
+    /// and its handle says so.
+    pub fn try_exec<C, F>(
+        &'scope self,
+        channel: &C,
+        future: F,
+    ) -> Result<ScopedJoinHandle<'scope, F::Output>, Rejected<F>>
+    where
+        C: Channel + ?Sized,
+        F: Future + Send + 'scope,
+        F::Output: Send + 'scope,
+    {
+        // The future is erased, so it cannot come back once submitted:
+        // decide before.
+        let future = Rejected::check(channel, future)?;
+        Ok(self.exec(channel, future))
+    }
+}
+
+impl fmt::Debug for Scope<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope")
+            .field("unfinished", &self.state.latch.count())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_model;
+#[cfg(all(test, not(loom)))]
+mod test;

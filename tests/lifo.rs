@@ -1,0 +1,190 @@
+//! The LIFO slot of channels built `with_lifo_slot`: a task submitted on a
+//! worker runs next on that worker, unless the schedule serves a higher
+//! level, a streak has run long while work is queued, or the task woke
+//! itself (a yield). Off by default (`tests/work_stealing.rs`).
+
+mod common;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use common::{Gate, TwoLevels, FAILSAFE};
+use futures::executor::block_on;
+use smartpool::prelude::*;
+
+type Log = Arc<Mutex<Vec<&'static str>>>;
+
+fn hop(pool: Arc<Pool<TwoLevels>>, left: usize, threads: Arc<Mutex<Vec<ThreadId>>>) {
+    threads.lock().unwrap().push(std::thread::current().id());
+    if left > 0 {
+        let next = pool.clone();
+        drop(pool.low.exec(run(move || hop(next, left - 1, threads))));
+    }
+}
+
+#[test]
+fn a_chain_of_spawns_stays_on_one_worker() {
+    let owned = OwnedPool::new(TwoLevels::lifo(2, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let (done, done_rx) = mpsc::channel();
+    let (p, t) = (pool.clone(), threads.clone());
+    drop(pool.low.exec(run(move || {
+        hop(p, 1000, t);
+    })));
+    // The last hop is the 1001st entry; wait for it.
+    let t = threads.clone();
+    std::thread::spawn(move || loop {
+        if t.lock().unwrap().len() == 1001 {
+            done.send(()).unwrap();
+            return;
+        }
+        std::thread::yield_now();
+    });
+    done_rx.recv_timeout(FAILSAFE).expect("the chain finished");
+    let threads = threads.lock().unwrap();
+    assert!(
+        threads.iter().all(|t| *t == threads[0]),
+        "every hop ran on the worker that submitted it"
+    );
+    drop(threads);
+    block_on(owned.close());
+}
+
+/// One worker: a low task puts a low task in its slot, then submits a high
+/// task; the high one runs first.
+#[test]
+fn the_slot_waits_for_higher_levels() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let log: Log = Log::default();
+    let (p, l) = (pool.clone(), log.clone());
+    let first = pool.low.exec(run(move || {
+        let (l1, l2) = (l.clone(), l.clone());
+        let low = p
+            .low
+            .exec(run(move || l1.lock().unwrap().push("low, in the slot")));
+        let high = p.high.exec(run(move || l2.lock().unwrap().push("high")));
+        (low, high)
+    }));
+    let (low, high) = block_on(first).unwrap();
+    block_on(low).unwrap();
+    block_on(high).unwrap();
+    assert_eq!(*log.lock().unwrap(), ["high", "low, in the slot"]);
+    block_on(owned.close());
+}
+
+/// One worker: a task submits A (into the slot) and B (into the local
+/// queue); A yields once, and its yield goes behind B, not into the slot.
+#[test]
+fn a_yield_goes_behind_queued_work() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let log: Log = Log::default();
+    let (p, l) = (pool.clone(), log.clone());
+    let submit = pool.low.exec(run(move || {
+        let a = p.low.exec(yield_once(l.clone()));
+        let b = p.low.exec(run(move || l.lock().unwrap().push("b")));
+        (a, b)
+    }));
+    let (a, b) = block_on(submit).unwrap();
+    block_on(a).unwrap();
+    block_on(b).unwrap();
+    assert_eq!(*log.lock().unwrap(), ["a before", "b", "a after"]);
+    block_on(owned.close());
+}
+
+async fn yield_once(l: Log) {
+    l.lock().unwrap().push("a before");
+    let mut yielded = false;
+    futures::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    l.lock().unwrap().push("a after");
+}
+
+/// One worker: a queued task gets its turn within a streak of slot tasks.
+#[test]
+fn a_streak_of_slot_tasks_lets_queued_work_in() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let gate = Gate::new();
+    let (g, p) = (gate.clone(), pool.clone());
+    let hops = Arc::new(Mutex::new(Vec::new()));
+    let h = hops.clone();
+    let chain = pool.low.exec(run(move || {
+        g.wait();
+        hop(p, 200, h);
+    }));
+    // Queued (visible) behind the chain's first task.
+    let (h, seen) = (hops.clone(), Arc::new(Mutex::new(None)));
+    let s = seen.clone();
+    let queued = pool.low.exec(run(move || {
+        *s.lock().unwrap() = Some(h.lock().unwrap().len())
+    }));
+    gate.open();
+    block_on(chain).unwrap();
+    block_on(queued).unwrap();
+    let at = seen.lock().unwrap().expect("ran");
+    assert!(
+        at < 200,
+        "the queued task waited for the whole chain (ran after hop {at})"
+    );
+    block_on(owned.close());
+}
+
+/// The pool closes while a dropping channel's task sits in the slot of a
+/// worker busy with the task that submitted it: the slot task is dropped,
+/// not run.
+#[test]
+fn a_close_drops_a_slot_task_of_a_dropping_channel() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let gate = Gate::new();
+    let (g, p) = (gate.clone(), pool.clone());
+    let (handle_tx, handle_rx) = mpsc::channel();
+    let outer = pool.low.exec(run(move || {
+        handle_tx.send(p.low.exec(run(|| "ran"))).unwrap();
+        g.wait();
+    }));
+    let in_slot = handle_rx.recv_timeout(FAILSAFE).unwrap();
+    let closing = owned.close();
+    gate.open();
+    block_on(outer).unwrap();
+    assert!(block_on(in_slot).unwrap_err().is_cancelled());
+    block_on(closing);
+}
+
+/// A scope opened by a task on a 1-thread pool: its first task sits in the
+/// worker's slot, and the waiting worker runs it.
+#[test]
+fn a_waiting_scope_runs_its_slot_task() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (true, false))).unwrap();
+    let pool = owned.pool.clone();
+    let p = pool.clone();
+    let outer = pool.high.exec(run(move || {
+        let mut parts = [0; 4];
+        smartpool::scope(|s| {
+            for (i, part) in parts.iter_mut().enumerate() {
+                s.exec(&p.low, run(move || *part = i + 1));
+            }
+        });
+        parts.iter().sum::<usize>()
+    }));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(block_on(outer)));
+    let Ok(sum) = rx.recv_timeout(FAILSAFE) else {
+        std::mem::forget(owned);
+        panic!("the scope's slot task never ran");
+    };
+    assert_eq!(sum.unwrap(), 10);
+    block_on(owned.close());
+}
