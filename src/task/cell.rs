@@ -5,14 +5,14 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 
-use futures::task::AtomicWaker;
+use futures::task::{waker_ref, ArcWake, AtomicWaker};
 
 use super::join::{JoinError, JoinHandle, JoinTarget};
 use super::state::{Park, State, Wake as WakeOutcome};
 use super::Schedule;
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
@@ -67,8 +67,23 @@ pub(super) enum Stage<F: Future> {
 /// while still counted drops its future before `Header::drop` releases the
 /// count, and close never resolves before that destructor ran.
 pub(super) struct TaskCell<F: Future> {
-    pub(super) stage: Mutex<Stage<F>>,
+    /// Accessed only through [`TaskCell::with_stage`], by the party the
+    /// state word makes responsible for it (see the module doc).
+    stage: UnsafeCell<Stage<F>>,
     pub(super) header: Header,
+}
+
+// SAFETY: the only state not already `Sync` is the stage, and it is touched
+// by one party at a time, in an order the state word's acquire/release
+// transitions make happen-before one another: the token's holder (polling
+// in `RUNNING`, or cancelling), then the joiner once `COMPLETE`, then
+// whoever frees the cell (exclusive). The future and its output are `Send`,
+// so that party may be on any thread.
+unsafe impl<F> Sync for TaskCell<F>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
 }
 
 /// What running a task came to.
@@ -127,7 +142,15 @@ impl RunningTask {
 
     /// Sets whether the task counts towards close; returns the old value.
     pub(crate) fn swap_counted(&self, counted: bool) -> bool {
-        self.header().counted.swap(counted, Ordering::Relaxed)
+        let flag = &self.header().counted;
+        // Only the token's holder writes the flag (we are it), so a load
+        // then a store cannot lose a write; and it is rarely a change: no
+        // read-modify-write on every submission.
+        let old = flag.load(Ordering::Relaxed);
+        if old != counted {
+            flag.store(counted, Ordering::Relaxed);
+        }
+        old
     }
 
     /// Polls the task once. Catches a panic of the future.
@@ -162,7 +185,7 @@ where
     F::Output: Send + 'static,
 {
     let cell = Arc::new(TaskCell {
-        stage: Mutex::new(Stage::Running(future)),
+        stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
             state: State::new_scheduled(),
             from: AtomicUsize::new(0),
@@ -176,6 +199,20 @@ where
 }
 
 impl<F: Future> TaskCell<F> {
+    /// Calls `f` with the stage.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the party responsible for the stage (see the
+    /// module doc): it holds the task's token and the state is `RUNNING`
+    /// (its poll) or `SCHEDULED` (cancelling it), or it is the joiner and
+    /// the state is `COMPLETE`. Then no other party touches the stage until
+    /// the caller's next state transition, which follows this call.
+    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
+        // SAFETY: exclusive access, by the caller's contract.
+        self.stage.with_mut(|stage| f(unsafe { &mut *stage }))
+    }
+
     /// Replaces the stage, catching a panic from dropping the old one.
     fn set_stage(stage: &mut Stage<F>, new: Stage<F>) {
         // Assignment drops the old value in place (the pinned future is never
@@ -224,21 +261,29 @@ where
 
     fn run(self: Arc<Self>) -> RunOutcome {
         self.header.state.start_running();
-        let waker = Waker::from(self.clone());
+        // Borrows our `Arc` without a reference count of its own (two
+        // atomic operations a poll, measured); a future that keeps the
+        // waker clones it, which counts.
+        let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
-        let mut stage = lock(&self.stage);
-        let Stage::Running(future) = &mut *stage else {
-            unreachable!("a scheduled task holds its future");
+        // SAFETY: (the `with_stage` contract) we hold the token and made the state
+        // `RUNNING` above; we give the stage up only in the transitions
+        // below, after this call.
+        let polled = unsafe {
+            self.with_stage(|stage| {
+                let Stage::Running(future) = stage else {
+                    unreachable!("a scheduled task holds its future");
+                };
+                // SAFETY: the future lives inside the task's `Arc`
+                // allocation, which never moves, and is never moved out of
+                // the stage: it leaves only by being dropped in place by
+                // `set_stage` or with the cell. So it stays pinned.
+                let future = Pin::new_unchecked(future);
+                catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
+            })
         };
-        // SAFETY: the future lives inside the task's `Arc` allocation, which
-        // never moves, and is never moved out of the stage: it leaves only by
-        // being dropped in place by `set_stage` or with the cell. So it stays
-        // pinned.
-        let future = unsafe { Pin::new_unchecked(future) };
-        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
+        let output = match polled {
             Ok(Poll::Pending) => {
-                drop(stage);
-                drop(waker); // not the last reference: we hold `self`
                 return match self.header.state.end_poll_pending() {
                     Park::Parked => {
                         drop_reference(self);
@@ -254,19 +299,23 @@ where
                 Err(error)
             }
         };
-        Self::set_stage(&mut stage, Stage::Finished(output));
-        drop(stage);
+        // SAFETY: (the `with_stage` contract) still `RUNNING`, and ours; `complete`
+        // below hands the stage to the joiner.
+        unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
         let counted = self.header.counted.swap(false, Ordering::Relaxed);
         self.complete();
-        drop(waker);
         drop_reference(self);
         RunOutcome::Completed { counted }
     }
 
     fn cancel(&self) {
-        let mut stage = lock(&self.stage);
-        Self::set_stage(&mut stage, Stage::Finished(Err(JoinError::cancelled())));
-        drop(stage);
+        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
+        // the token, in `SCHEDULED`; `complete` hands the stage on.
+        unsafe {
+            self.with_stage(|stage| {
+                Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
+            })
+        };
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
         if self.header.counted.swap(false, Ordering::Relaxed) {
@@ -277,18 +326,16 @@ where
     }
 }
 
-impl<F> Wake for TaskCell<F>
+impl<F> ArcWake for TaskCell<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if self.header.state.wake() == WakeOutcome::Claimed {
-            self.header.reschedule(RunningTask::new(self.clone()));
+    fn wake_by_ref(arc_self: &Arc<Self>) {
+        if arc_self.header.state.wake() == WakeOutcome::Claimed {
+            arc_self
+                .header
+                .reschedule(RunningTask::new(arc_self.clone()));
         }
     }
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::cell::{Stage, TaskCell};
-use crate::sync::lock;
 
 /// Read access to a finished task's output.
 pub(super) trait JoinTarget<T>: Send + Sync {
@@ -31,9 +30,11 @@ where
     }
 
     fn take_output(&self) -> Result<F::Output, JoinError> {
-        // Called only after `is_complete`: the worker released the stage.
-        let mut stage = lock(&self.stage);
-        match std::mem::replace(&mut *stage, Stage::Consumed) {
+        // SAFETY: (the `with_stage` contract) called only after `is_complete` (the
+        // `JoinHandle` checks), so we are the joiner of a `COMPLETE` task;
+        // one handle, which takes the output once.
+        let stage = unsafe { self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed)) };
+        match stage {
             Stage::Finished(output) => output,
             Stage::Running(_) | Stage::Consumed => {
                 unreachable!("a complete task holds its output until joined")

@@ -3,7 +3,8 @@
 //! Property: wakes racing the poll, completion and each other re-queue the
 //! task at most once per wake and never lose one (the task completes once
 //! every waker's data is published, without further wakes); the future is
-//! dropped exactly once; the joiner gets the output; a dropped token cancels.
+//! dropped exactly once; the joiner gets the output; a dropped token cancels;
+//! the unlocked stage passes between pollers and to the joiner in order.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -179,5 +180,30 @@ fn dropped_token_cancels_once() {
         assert!(futures::executor::block_on(join)
             .unwrap_err()
             .is_cancelled());
+    });
+}
+
+/// The task is polled first here, then woken, polled to completion on
+/// another thread, and joined here again: the stage (an unlocked cell,
+/// checked by loom) passes to the second poller through the wake and the
+/// queue, and back to the joiner through `COMPLETE` alone.
+#[test]
+fn stage_passes_between_threads() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(1);
+        assert!(matches!(task.run(), RunOutcome::Parked));
+        let worker = {
+            let (recorder, signals) = (recorder.clone(), signals.clone());
+            loom::thread::spawn(move || {
+                open(&signals);
+                let token = lock(&recorder.queued).pop().expect("woken once");
+                assert!(matches!(token.run(), RunOutcome::Completed { .. }));
+            })
+        };
+        while !join.is_finished() {
+            loom::thread::yield_now();
+        }
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        worker.join().unwrap();
     });
 }
