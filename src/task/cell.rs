@@ -25,6 +25,11 @@ pub(crate) struct Header {
     counted: AtomicBool,
     scheduler: Weak<dyn Schedule>,
     pub(super) join_waker: AtomicWaker,
+    /// Cleared when the `JoinHandle` is dropped: nobody can await the task
+    /// any more, so completing it skips the waker (a read-modify-write, and
+    /// a cache line the submitter's thread last wrote, on every detached
+    /// task).
+    pub(super) joined: AtomicBool,
 }
 
 impl Drop for Header {
@@ -192,6 +197,7 @@ where
             counted: AtomicBool::new(false),
             scheduler,
             join_waker: AtomicWaker::new(),
+            joined: AtomicBool::new(true),
         },
     });
     let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
@@ -229,6 +235,10 @@ impl<F: Future> TaskCell<F> {
     /// user code: its panic is caught so that the caller's accounting runs.
     fn complete(&self) {
         self.header.state.complete();
+        // A handle dropped after this load is woken for nothing: harmless.
+        if !self.header.joined.load(Ordering::Relaxed) {
+            return;
+        }
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.header.join_waker.wake())) {
             log::error!(
                 "smartpool: a JoinHandle's waker panicked: {}",

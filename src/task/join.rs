@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::cell::{Stage, TaskCell};
+use crate::sync::Ordering;
 
 /// Read access to a finished task's output.
 pub(super) trait JoinTarget<T>: Send + Sync {
     fn is_complete(&self) -> bool;
     fn register(&self, cx: &Context<'_>);
     fn take_output(&self) -> Result<T, JoinError>;
+    /// The handle is gone: nobody will await the task.
+    fn detach(&self);
 }
 
 impl<F> JoinTarget<F::Output> for TaskCell<F>
@@ -27,6 +30,10 @@ where
 
     fn register(&self, cx: &Context<'_>) {
         self.header.join_waker.register(cx.waker());
+    }
+
+    fn detach(&self) {
+        self.header.joined.store(false, Ordering::Relaxed);
     }
 
     fn take_output(&self) -> Result<F::Output, JoinError> {
@@ -107,6 +114,14 @@ impl<T> Future for JoinHandle<T> {
         };
         self.handle = Handle::Done;
         Poll::Ready(output)
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Handle::Task(task) = &self.handle {
+            task.detach();
+        }
     }
 }
 
