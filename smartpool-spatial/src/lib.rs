@@ -1,13 +1,89 @@
 //! # smartpool-spatial
 //!
 //! A channel for [`smartpool`] that serves the queued task nearest to a
-//! moving focus point first (a game loading the world chunks nearest the
-//! player, say).
+//! moving focus point first: a game generating the world chunks nearest the
+//! player, a renderer loading the tiles under the camera, a simulation
+//! updating the region being watched.
 //!
-//! Not yet implemented: this crate is a placeholder in the workspace so that
-//! it builds and tests with it from the start. The `SpatialChannel` arrives
-//! with its own issue.
+//! * [`SpatialChannel`] is a smartpool [`Channel`](smartpool::Channel): put
+//!   it in a level like any other, and submit each task with a point,
+//!   `pool.chunks.exec(future, [x, y])`. Every pop takes the task nearest
+//!   to the focus, in O(log n) amortised, a focus that stays put included
+//!   (see [`SpatialQueue`]'s cost notes).
+//! * [`SpatialChannel::set_focus`] moves the focus: one atomic store, from
+//!   any thread (a task of the channel included). No lock, no rebuild; the
+//!   next pop honours it.
+//! * Tasks that come without a point (a future woken and handed back by
+//!   followup, or a one-argument `exec`) have already started or have no
+//!   place: they run first, first in, first out.
+//! * Points are 2-D or 3-D, `f32` or `f64`: any [`SpatialPoint`], `[f32; 3]`
+//!   unless you say otherwise.
+//! * [`SpatialQueue`] is the index alone (an rstar R*-tree with
+//!   nearest-neighbour removal, and a batch of the items nearest a focus
+//!   that stays put), for use outside a pool.
+//!
+//! ```
+//! use futures::executor::block_on;
+//! use smartpool::prelude::*;
+//! use smartpool_spatial::SpatialChannel;
+//!
+//! #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+//! enum Ch { Chunks }
+//!
+//! struct World { chunks: SpatialChannel<[f32; 2]> }
+//!
+//! impl PoolBehavior for World {
+//!     type ChannelKey = Ch;
+//!     fn config(&self) -> PoolConfig<Ch> {
+//!         PoolConfig {
+//!             threads: 2,
+//!             schedule: ScheduleAlgorithm::HighestFirst,
+//!             // Chunks nobody needs any more are dropped on close.
+//!             levels: vec![vec![ChannelParams { key: Ch::Chunks, complete_on_close: false }]],
+//!         }
+//!     }
+//!     fn channel(&self, _key: Ch) -> &dyn Channel {
+//!         &self.chunks
+//!     }
+//! }
+//!
+//! let owned = OwnedPool::new(World { chunks: SpatialChannel::new() })?;
+//! let pool = owned.pool.clone();
+//!
+//! pool.chunks.set_focus([40.0, 0.0]); // where the player stands
+//! let chunks: Vec<_> = (0..10)
+//!     .map(|i| {
+//!         let at = [i as f32 * 16.0, 0.0];
+//!         pool.chunks.exec(run(move || at[0] as u32 / 16), at)
+//!     })
+//!     .collect();
+//! pool.chunks.set_focus([120.0, 8.0]); // the player moved: the rest follows
+//!
+//! let built: u32 = chunks.into_iter().map(|h| block_on(h).unwrap()).sum();
+//! assert_eq!(built, (0..10).sum());
+//! block_on(owned.close());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `cargo run -p smartpool-spatial --example chunk_loader` shows a voxel
+//! world loading around a walking player.
 
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod batch;
+mod channel;
+mod focus;
+mod point;
+mod queue;
+
+pub use channel::SpatialChannel;
+pub use point::SpatialPoint;
+pub use queue::SpatialQueue;
+
+/// The crates in [`SpatialPoint`]'s bounds, re-exported for defining point
+/// types of your own (implement [`rstar::Point`], derive
+/// [`bytemuck::Pod`]).
+pub use {bytemuck, rstar};
 
 pub use smartpool;
