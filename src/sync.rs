@@ -24,27 +24,6 @@ pub(crate) use loom::sync::{
     Condvar, Mutex, MutexGuard,
 };
 
-/// A cell whose exclusive access a protocol of ours guarantees; under loom,
-/// loom's, which checks that guarantee on every access.
-#[cfg(not(loom))]
-#[derive(Debug)]
-pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
-
-#[cfg(not(loom))]
-impl<T> UnsafeCell<T> {
-    pub(crate) fn new(value: T) -> UnsafeCell<T> {
-        UnsafeCell(std::cell::UnsafeCell::new(value))
-    }
-
-    /// Calls `f` with a pointer to the value (loom's API).
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-        f(self.0.get())
-    }
-}
-
-#[cfg(loom)]
-pub(crate) use loom::cell::UnsafeCell;
-
 /// Locks `mutex`, ignoring poisoning: every critical section in smartpool
 /// leaves its data consistent before any user code can panic, so a poisoned
 /// lock carries no broken invariant.

@@ -12,7 +12,7 @@ use futures::task::{waker_ref, ArcWake, AtomicWaker};
 use super::join::{JoinError, JoinHandle, JoinTarget};
 use super::state::{Park, State, Wake as WakeOutcome};
 use super::Schedule;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
@@ -72,23 +72,9 @@ pub(super) enum Stage<F: Future> {
 /// while still counted drops its future before `Header::drop` releases the
 /// count, and close never resolves before that destructor ran.
 pub(super) struct TaskCell<F: Future> {
-    /// Accessed only through [`TaskCell::with_stage`], by the party the
-    /// state word makes responsible for it (see the module doc).
-    stage: UnsafeCell<Stage<F>>,
+    /// Accessed only through [`TaskCell::with_stage`].
+    stage: Mutex<Stage<F>>,
     pub(super) header: Header,
-}
-
-// SAFETY: the only state not already `Sync` is the stage, and it is touched
-// by one party at a time, in an order the state word's acquire/release
-// transitions make happen-before one another: the token's holder (polling
-// in `RUNNING`, or cancelling), then the joiner once `COMPLETE`, then
-// whoever frees the cell (exclusive). The future and its output are `Send`,
-// so that party may be on any thread.
-unsafe impl<F> Sync for TaskCell<F>
-where
-    F: Future + Send,
-    F::Output: Send,
-{
 }
 
 /// What running a task came to.
@@ -190,7 +176,7 @@ where
     F::Output: Send + 'static,
 {
     let cell = Arc::new(TaskCell {
-        stage: UnsafeCell::new(Stage::Running(future)),
+        stage: Mutex::new(Stage::Running(future)),
         header: Header {
             state: State::new_scheduled(),
             from: AtomicUsize::new(0),
@@ -205,18 +191,12 @@ where
 }
 
 impl<F: Future> TaskCell<F> {
-    /// Calls `f` with the stage.
-    ///
-    /// # Safety
-    ///
-    /// The caller must be the party responsible for the stage (see the
-    /// module doc): it holds the task's token and the state is `RUNNING`
-    /// (its poll) or `SCHEDULED` (cancelling it), or it is the joiner and
-    /// the state is `COMPLETE`. Then no other party touches the stage until
-    /// the caller's next state transition, which follows this call.
-    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
-        // SAFETY: exclusive access, by the caller's contract.
-        self.stage.with_mut(|stage| f(unsafe { &mut *stage }))
+    /// Calls `f` with the stage. Only the party the state word makes
+    /// responsible calls it (the token's holder polling or cancelling, the
+    /// joiner once `COMPLETE`; see the module doc), so the lock is never
+    /// contended: it keeps that exclusivity checked rather than asserted.
+    pub(super) fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
+        f(&mut lock(&self.stage))
     }
 
     /// Replaces the stage, catching a panic from dropping the old one.
@@ -276,22 +256,17 @@ where
         // waker clones it, which counts.
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
-        // SAFETY: (the `with_stage` contract) we hold the token and made the state
-        // `RUNNING` above; we give the stage up only in the transitions
-        // below, after this call.
-        let polled = unsafe {
-            self.with_stage(|stage| {
-                let Stage::Running(future) = stage else {
-                    unreachable!("a scheduled task holds its future");
-                };
-                // SAFETY: the future lives inside the task's `Arc`
-                // allocation, which never moves, and is never moved out of
-                // the stage: it leaves only by being dropped in place by
-                // `set_stage` or with the cell. So it stays pinned.
-                let future = Pin::new_unchecked(future);
-                catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
-            })
-        };
+        let polled = self.with_stage(|stage| {
+            let Stage::Running(future) = stage else {
+                unreachable!("a scheduled task holds its future");
+            };
+            // SAFETY: the future lives inside the task's `Arc` allocation,
+            // which never moves, and is never moved out of the stage: it
+            // leaves only by being dropped in place by `set_stage` or with
+            // the cell. So it stays pinned.
+            let future = unsafe { Pin::new_unchecked(future) };
+            catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
+        });
         let output = match polled {
             Ok(Poll::Pending) => {
                 return match self.header.state.end_poll_pending() {
@@ -309,9 +284,7 @@ where
                 Err(error)
             }
         };
-        // SAFETY: (the `with_stage` contract) still `RUNNING`, and ours; `complete`
-        // below hands the stage to the joiner.
-        unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
+        self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output)));
         let counted = self.header.counted.swap(false, Ordering::Relaxed);
         self.complete();
         drop_reference(self);
@@ -319,13 +292,9 @@ where
     }
 
     fn cancel(&self) {
-        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
-        // the token, in `SCHEDULED`; `complete` hands the stage on.
-        unsafe {
-            self.with_stage(|stage| {
-                Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
-            })
-        };
+        self.with_stage(|stage| {
+            Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
+        });
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
         if self.header.counted.swap(false, Ordering::Relaxed) {

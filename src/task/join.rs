@@ -37,10 +37,8 @@ where
     }
 
     fn take_output(&self) -> Result<F::Output, JoinError> {
-        // SAFETY: (the `with_stage` contract) called only after `is_complete` (the
-        // `JoinHandle` checks), so we are the joiner of a `COMPLETE` task;
-        // one handle, which takes the output once.
-        let stage = unsafe { self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed)) };
+        // Called only after `is_complete`: the worker released the stage.
+        let stage = self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed));
         match stage {
             Stage::Finished(output) => output,
             Stage::Running(_) | Stage::Consumed => {

@@ -55,11 +55,11 @@
 //! * The stage is touched only by the token holder (poll, cancel), after
 //!   `COMPLETE` by the joiner, and by whoever drops the last `Arc` (the cell
 //!   is freed with what the stage holds), each handing it on by a state
-//!   transition that orders their accesses. So it needs no lock: it is an
-//!   `UnsafeCell`, accessed through one `unsafe fn` whose contract is this
-//!   rule (a mutex here cost two atomic operations a poll, 15–25% of a
-//!   yield, measured with the suite's W3). Under loom the cell is loom's,
-//!   which reports any two accesses the transitions do not order.
+//!   transition that orders their accesses: the mutex around it is never
+//!   contended and keeps that exclusivity checked by the compiler rather
+//!   than asserted by `unsafe`. (An `UnsafeCell` in its place made the
+//!   suite's W3 faster but W7's urgent p99 reproducibly 15× worse, for a
+//!   reason not found yet: see BENCHMARKS.md.)
 //! * The task is freed when the last `Arc` goes, exactly once, by `Arc`. A
 //!   task freed while still counted towards close releases its count then.
 //! * User code run on the pool's behalf (poll, the future's and the
