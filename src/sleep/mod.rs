@@ -257,6 +257,10 @@ impl Sleep {
         }
         *blocked = false;
         self.counters.sub_sleeping();
+        // Notified after the unlock, so that the sleeper does not wake only
+        // to block on the lock we still hold. Nothing is lost: it waits
+        // while `blocked`, which it reads under the lock we just released.
+        drop(blocked);
         slot.condvar.notify_one();
         true
     }
