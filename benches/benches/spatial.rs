@@ -1,7 +1,8 @@
 //! The spatial channel's index: what taking the item nearest to a focus
 //! costs as the queue grows, from 10³ to 10⁶ items, in the two cases that
-//! matter. An R*-tree pop walks one root-to-leaf path, so the cost should
-//! grow with log n: from 10³ to 10⁶ items, about 2× (log 10⁶ / log 10³),
+//! matter. An R*-tree nearest-neighbour pop opens the few nodes whose boxes
+//! come nearer than the answer, so the cost should grow with log n where
+//! items lie around the focus: from 10³ to 10⁶ items, about 2× (log 10⁶ / log 10³),
 //! where a scan would be 1000×. Expect somewhat more at 10⁵ and 10⁶: the
 //! tree no longer fits the caches there, and each level of a descent costs
 //! a cache miss.

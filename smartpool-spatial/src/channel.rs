@@ -40,23 +40,26 @@ use crate::point::{self, SpatialPoint};
 use crate::queue::SpatialQueue;
 
 /// Serves the queued task nearest to a focus point first; moving the focus
-/// ([`SpatialChannel::set_focus`]) is one atomic store, from any thread, and
-/// the next pop honours it.
+/// ([`SpatialChannel::set_focus`]) is one store, from any thread, never the
+/// queue's lock, and a pop that happens after it honours it.
 ///
 /// Submit with a point: `pool.spatial.exec(future, [x, y, z])`. Tasks
 /// without a point (a future woken and handed back by followup, or one run
 /// with the one-argument `Exec::exec`) are served first, in the order they
 /// came: a woken future has already started, and finishing started work
 /// before starting more keeps memory and latency bounded (its point is not
-/// kept: a [`RunningTask`] has no room for it).
+/// kept: a [`RunningTask`] has no room for it). A steady stream of them (a
+/// future that keeps yielding) therefore holds back every placed task.
 ///
 /// `P` is the point type: `[f32; 3]` unless you say otherwise; any
 /// [`SpatialPoint`] (2-D or 3-D, `f32` or `f64`). Pops cost O(log n) in the
 /// number of queued tasks, amortised over the pops made while the focus
 /// stays put: tasks near a focus that stays put are taken out of the index
 /// in batches, so that draining outward from it stays cheap; the pop that
-/// refills a batch takes longer, under the lock (see [`SpatialQueue`]'s cost
-/// notes for both, measured). Tasks at equal distances run in an
+/// refills a batch takes longer, under the lock, and so does the first pop
+/// after the focus moves (it puts the batch back); a focus that moves on
+/// every pop within a region the pops have emptied pays an exact search of
+/// that region's edge each time (see [`SpatialQueue`]'s cost notes, measured). Tasks at equal distances run in an
 /// unspecified order; none is lost.
 ///
 /// The focus is lock-free for points of at most 8 bytes (`[f32; 2]`) and
@@ -101,8 +104,11 @@ impl<P: SpatialPoint> SpatialChannel<P> {
     }
 
     /// Moves the focus: from the next pop on, the task nearest to `focus`
-    /// runs first. One store; takes no lock, rebuilds nothing, and can be
-    /// called from any thread, a task of this channel included.
+    /// runs first (for a pop that happens after this call). One store, never
+    /// the queue's lock (a plain atomic for points of 8 bytes, the `atomic`
+    /// crate's short spinlock for larger ones; see
+    /// [`SpatialChannel::focus_is_lock_free`]); rebuilds nothing; from any
+    /// thread, a task of this channel included.
     pub fn set_focus(&self, focus: P) {
         self.focus.store(focus);
     }
@@ -154,8 +160,10 @@ impl<P: SpatialPoint> SpatialChannel<P> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Queues<P>> {
-        // No user code runs under this lock (see the module doc): a poisoned
-        // one is consistent.
+        // No user code runs under this lock (see the module doc), so a
+        // poisoned one is consistent; the exception is a custom point type
+        // whose `rstar::Point` accessors panic in the middle of an insert,
+        // which the `SpatialPoint` docs forbid.
         self.queues.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

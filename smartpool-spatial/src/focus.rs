@@ -122,17 +122,25 @@ mod tests {
     #[test]
     fn no_torn_reads_under_concurrent_stores() {
         // Every stored point has equal coordinates; a torn read would not.
+        // The reader runs until the writer is done, so the two overlap.
         let f = Focus::new([0.0f64; 3]);
+        let writing = std::sync::atomic::AtomicBool::new(true);
+        let start = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
             s.spawn(|| {
+                start.wait();
                 for i in 0..10_000 {
                     let c = i as f64;
                     f.store([c, c, c]);
                 }
+                writing.store(false, std::sync::atomic::Ordering::Release);
             });
-            for _ in 0..10_000 {
+            start.wait();
+            let mut reads = 0u64;
+            while writing.load(std::sync::atomic::Ordering::Acquire) || reads < 1000 {
                 let [a, b, c] = f.load();
                 assert!(a == b && b == c, "torn focus: {a} {b} {c}");
+                reads += 1;
             }
         });
     }

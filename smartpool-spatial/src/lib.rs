@@ -8,14 +8,18 @@
 //! * [`SpatialChannel`] is a smartpool [`Channel`](smartpool::Channel): put
 //!   it in a level like any other, and submit each task with a point,
 //!   `pool.chunks.exec(future, [x, y])`. Every pop takes the task nearest
-//!   to the focus, in O(log n) amortised, a focus that stays put included
-//!   (see [`SpatialQueue`]'s cost notes).
-//! * [`SpatialChannel::set_focus`] moves the focus: one atomic store, from
-//!   any thread (a task of the channel included). No lock, no rebuild; the
-//!   next pop honours it.
+//!   to the focus, in O(log n) amortised, a focus that stays put included;
+//!   the exceptions (a focus moving within a region pops have emptied, the
+//!   refill of a large batch) are measured in [`SpatialQueue`]'s cost notes.
+//! * [`SpatialChannel::set_focus`] moves the focus: one store, from any
+//!   thread (a task of the channel included), never the queue's lock and
+//!   no rebuild; a pop that happens after it honours it. The store is a
+//!   plain atomic for points of 8 bytes (`[f32; 2]`); larger points take
+//!   the `atomic` crate's short spinlock for the copy.
 //! * Tasks that come without a point (a future woken and handed back by
 //!   followup, or a one-argument `exec`) have already started or have no
-//!   place: they run first, first in, first out.
+//!   place: they run first, first in, first out (so a stream of them, such
+//!   as futures that keep yielding, holds back every placed task).
 //! * Points are 2-D or 3-D, `f32` or `f64`: any [`SpatialPoint`], `[f32; 3]`
 //!   unless you say otherwise.
 //! * [`SpatialQueue`] is the index alone (an rstar R*-tree with

@@ -34,7 +34,8 @@ use num_traits::{Float, Zero};
 ///
 /// Implemented for every such type, among them `[f32; 2]`, `[f32; 3]`,
 /// `[f64; 2]` and `[f64; 3]`. Your own point type qualifies once it
-/// implements [`rstar::Point`] and derives `Pod`.
+/// implements [`rstar::Point`] and derives `Pod`; its accessors (`nth`,
+/// `generate`) run under the channel's lock and must not panic.
 pub trait SpatialPoint:
     rstar::Point<Scalar: Float + Send + Sync> + Pod + Send + Sync + 'static
 {
