@@ -105,6 +105,23 @@ pub(crate) fn is_worker_of(pool_id: usize) -> bool {
         .unwrap_or(false)
 }
 
+/// Hands `task` to `keep` with the calling thread's worker, if it is a
+/// worker of `shared`'s pool; `keep` gives it back if it does not keep it.
+/// Returns the task if nobody kept it.
+fn keep_on_worker(
+    shared: &Shared,
+    task: RunningTask,
+    keep: impl FnOnce(&WorkerLocal, RunningTask) -> Result<(), RunningTask>,
+) -> Result<(), RunningTask> {
+    let mut task = Some(task);
+    let _ = CURRENT.try_with(|c| {
+        if let Some(local) = c.borrow().as_ref().filter(|l| l.pool_id == shared.id) {
+            task = keep(local, task.take().expect("kept once")).err();
+        }
+    });
+    task.map_or(Ok(()), Err)
+}
+
 /// Offers `task` (of channel `channel`) to the calling worker's LIFO slot,
 /// if the caller is a worker of `shared`'s pool; gives it back if not, or if
 /// the slot refuses it (see `lifo`).
@@ -113,39 +130,24 @@ pub(crate) fn offer_lifo(
     channel: usize,
     task: RunningTask,
 ) -> Result<(), RunningTask> {
-    let mut task = Some(task);
-    let _ = CURRENT.try_with(|c| {
-        if let Some(local) = c.borrow().as_ref() {
-            if local.pool_id == shared.id {
-                let offered = task.take().expect("offered once");
-                task = local.lifo.offer(channel, offered).err();
-            }
-        }
-    });
-    match task {
-        None => Ok(()),
-        Some(task) => Err(task),
-    }
+    keep_on_worker(shared, task, |local, task| local.lifo.offer(channel, task))
 }
 
+/// Pushes `task` onto the calling worker's local deque for `channel`, if
+/// the caller is a worker of `shared`'s pool that is not moving its slot's
+/// task out (that goes behind outside work); gives it back if not.
 pub(crate) fn push_local(
     shared: &Shared,
     channel: usize,
     task: RunningTask,
 ) -> Result<(), RunningTask> {
-    let mut task = Some(task);
-    let _ = CURRENT.try_with(|c| {
-        if let Some(local) = c.borrow().as_ref() {
-            // A slot task moved to its channel goes behind outside work.
-            if local.pool_id == shared.id && !local.lifo.is_flushing() {
-                local.deques[channel].push(task.take().expect("pushed once"));
-            }
+    keep_on_worker(shared, task, |local, task| {
+        if local.lifo.is_flushing() {
+            return Err(task);
         }
-    });
-    match task {
-        None => Ok(()),
-        Some(task) => Err(task),
-    }
+        local.deques[channel].push(task);
+        Ok(())
+    })
 }
 
 /// Who is asking a channel for a task: a worker (with its local deques) or
