@@ -260,6 +260,23 @@ impl WorkQueue {
     }
 }
 
+impl WorkQueue {
+    /// Whether a task may be queued: in the injector or in any worker's
+    /// local deque for `link`'s channel. Loads only; a push that completed
+    /// before the call (and whose pusher fenced, as every push through the
+    /// pool does) is seen; a task in flight between deques during a batch
+    /// steal may not be, but its thief announces it afterwards (see the
+    /// module doc).
+    pub fn may_have_tasks(&self, link: &ChannelLink) -> bool {
+        !self.injector.is_empty()
+            || link
+                .shared
+                .stealers
+                .iter()
+                .any(|row| !row[link.index].is_empty())
+    }
+}
+
 /// After a batch steal into `local`: the rest of the batch was moved there,
 /// so announce it as a push (see the module doc). Returns `task`, the one the
 /// thief runs now.

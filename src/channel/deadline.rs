@@ -115,6 +115,10 @@ impl Channel for ShortestDeadlineFirst {
     fn pop(&self, _worker: &WorkerContext<'_>) -> Option<RunningTask> {
         self.lock().heap.pop().map(|entry| entry.task)
     }
+
+    fn may_have_tasks(&self) -> bool {
+        !self.lock().heap.is_empty()
+    }
 }
 
 impl ExecParam for ShortestDeadlineFirst {

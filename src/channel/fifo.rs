@@ -76,4 +76,11 @@ impl Channel for VecDequeChannel {
     fn lifo_slot(&self) -> bool {
         self.lifo
     }
+
+    fn may_have_tasks(&self) -> bool {
+        match self.link.get() {
+            Some(link) => self.queue.may_have_tasks(link),
+            None => false, // never attached: nothing was ever pushed
+        }
+    }
 }

@@ -89,4 +89,16 @@ pub trait Channel: Send + Sync {
     fn lifo_slot(&self) -> bool {
         false
     }
+
+    /// Whether the channel may still hold a task: it must say `true` if a
+    /// task whose push completed before this call (as in
+    /// [`Channel::pop`]'s promise) is still there; `true` when unsure is
+    /// always correct. A worker that found a task asks this before it
+    /// wakes another worker for the rest: its channel's status bit stays
+    /// set after the last task is taken, so without it every task of a
+    /// sparse load woke a second worker for nothing. Must not block for
+    /// long (a short lock is fine). Default: `true`.
+    fn may_have_tasks(&self) -> bool {
+        true
+    }
 }

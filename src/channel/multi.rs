@@ -65,6 +65,10 @@ impl<C: Channel> Channel for MultiChannel<C> {
     fn lifo_slot(&self) -> bool {
         self.inner.iter().all(|inner| inner.lifo_slot())
     }
+
+    fn may_have_tasks(&self) -> bool {
+        self.inner.iter().any(|inner| inner.may_have_tasks())
+    }
 }
 
 /// Parameterised shards make a parameterised channel: each task goes, with

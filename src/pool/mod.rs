@@ -86,6 +86,19 @@ impl<B: PoolBehavior> Pool<B> {
         Some(task)
     }
 
+    /// Whether any channel whose status bit is set may still hold a task:
+    /// asked by a worker that leaves idle with a task, after its fence (see
+    /// `Sleep::work_found`). A channel that panics counts as holding one
+    /// (waking a worker for nothing is the safe mistake).
+    fn work_remains(&self) -> bool {
+        let status = &self.shared.status;
+        (0..self.keys.len()).any(|index| {
+            status.is_set(self.shared.channels[index].bit)
+                && catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
+                    .unwrap_or(true)
+        })
+    }
+
     /// Drops every queued task (the last worker's final drain). A channel
     /// that panics is logged and skipped; the others are still drained.
     fn drain_all(&self) {

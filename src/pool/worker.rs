@@ -79,7 +79,7 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
             }
             if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
                 drop(idle_flag);
-                shared.sleep.work_found(idle, || shared.status.any());
+                shared.sleep.work_found(idle, || pool.work_remains());
                 execute(pool, local, task, channel);
                 continue 'work;
             }
@@ -178,12 +178,12 @@ impl<B: PoolBehavior> Help for Helper<B> {
                     // have counted on us, so hand the search on as if we
                     // had found one.
                     drop(idle_flag);
-                    shared.sleep.work_found(idle, || shared.status.any());
+                    shared.sleep.work_found(idle, || pool.work_remains());
                     continue 'work;
                 }
                 if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
                     drop(idle_flag);
-                    shared.sleep.work_found(idle, || shared.status.any());
+                    shared.sleep.work_found(idle, || pool.work_remains());
                     execute(pool, local, task, channel);
                     continue 'work;
                 }

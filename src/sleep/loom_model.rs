@@ -5,7 +5,10 @@
 //!   sleep is always taken (a lost wake-up would leave the model deadlocked,
 //!   which loom reports);
 //! * `one_post_wakes_at_most_one`: with two workers, one post wakes at most
-//!   one sleeper, and termination wakes whoever is left.
+//!   one sleeper, and termination wakes whoever is left;
+//! * `a_second_job_is_handed_on`: a worker that found a job while being the
+//!   last awake idle one wakes a sleeper for the rest, judging "the rest" by
+//!   the channel (not its bit, which outlives the last job).
 //!
 //! What the models cannot show: the final status check guards against the
 //! JEC wrapping around to the value a sleepy worker remembered (2^32
@@ -70,13 +73,13 @@ impl World {
         loop {
             if self.status.is_set(bit) {
                 if self.take() {
-                    self.sleep.work_found(idle, || self.status.any());
+                    self.sleep.work_found(idle, || self.work_remains());
                     return true;
                 }
                 self.status.clear(bit);
                 if self.take() {
                     self.status.set(bit);
-                    self.sleep.work_found(idle, || self.status.any());
+                    self.sleep.work_found(idle, || self.work_remains());
                     return true;
                 }
             }
@@ -87,6 +90,13 @@ impl World {
                 self.status.any() || self.done.load(Ordering::SeqCst)
             });
         }
+    }
+
+    /// What `Pool::work_remains` asks after `work_found`'s fence: a set bit
+    /// whose channel is not empty (a plain load, as a queue's emptiness
+    /// check is).
+    fn work_remains(&self) -> bool {
+        self.status.is_set(Bit::new(0)) && self.jobs.load(Ordering::Acquire) > 0
     }
 
     fn terminate(&self) {
@@ -127,5 +137,29 @@ fn one_post_wakes_at_most_one() {
         // The job is taken by a worker, or is still queued if both saw
         // termination first; never lost and never taken twice.
         assert_eq!(took + world.jobs.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// Two jobs, two workers that take one each: the worker that finds the
+/// first while the second is being posted, and was the last awake idle
+/// one, must hand the search on, or the second job sits while its worker
+/// sleeps (loom reports the deadlock). `work_remains` checks the channel,
+/// not only its bit, which stays set after the last job is taken; with
+/// the check removed (`|| false`), this model deadlocks.
+#[test]
+fn a_second_job_is_handed_on() {
+    loom::model(|| {
+        let world = World::new(2);
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let world = world.clone();
+                loom::thread::spawn(move || world.work(i))
+            })
+            .collect();
+        world.post();
+        world.post();
+        for worker in workers {
+            assert!(worker.join().unwrap(), "a job was not taken");
+        }
     });
 }

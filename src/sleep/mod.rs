@@ -147,17 +147,21 @@ impl Sleep {
     /// The idle worker found a task. If it was the last awake idle worker
     /// and work remains (`more_work`, asked after it left idle), it passes
     /// the search on to one sleeper: jobs posted while it was idle counted on
-    /// it alone.
+    /// it alone. The pool's `more_work` asks, for each channel whose bit is
+    /// set, whether the channel itself may hold a task: a bit stays set
+    /// after the last task is taken, and asking only the bits woke a second
+    /// worker for every task of a sparse load.
     ///
     /// Leaving idle, then the fence, then looking. A poster P that saw this
     /// worker W idle, and so woke nobody, read the counters before W's
     /// decrement in their modification order; P stored its job and ran its
     /// post fence (and its set fence, if it set the bit) before that read.
-    /// So P's fences precede W's fence, and W's look at the bits sees P's
-    /// bit, or a later state in which a clearing worker's second look took
-    /// the job. If other workers are still awake and idle, W skips the look:
-    /// the last of them to leave does it, and one that falls asleep instead
-    /// sees the bit in its own final check.
+    /// So P's fences precede W's fence, and W's look sees P's job in the
+    /// channel (the store came before P's fences) and its bit, or a later
+    /// state in which a clearing worker's second look, or another worker's
+    /// pop, took the job. If other workers are still awake and idle, W skips
+    /// the look: the last of them to leave does it, and one that falls
+    /// asleep instead sees the bit in its own final check.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = self.counters.sub_inactive();
