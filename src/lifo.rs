@@ -28,7 +28,8 @@
 //! * The worker looks at its slot first in every search (`pool::worker`).
 //!   It runs the task if the schedule would serve the task's level now and
 //!   either fewer than [`MAX_STREAK`] slot tasks ran in a row or no channel
-//!   has queued work; otherwise it submits the task to its channel (not to
+//!   has queued work (asked of the channels, `Channel::may_have_tasks`: a
+//!   status bit can outlive the last task); otherwise it submits the task to its channel (not to
 //!   its own local queue, which it serves first, but behind what is queued
 //!   there from outside, visible to all) and searches the channels.
 //! * At exit the worker drops what its slot holds, like its local deques.

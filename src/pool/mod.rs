@@ -82,7 +82,13 @@ impl<B: PoolBehavior> Pool<B> {
                 resume_unwind(panic);
             }
         };
-        status.set(bit);
+        // Announce, not just set: while the bit was clear, a worker leaving
+        // idle may have judged "no work remains" from it (see
+        // `Sleep::work_found`) although more than this one task was pushed
+        // in that window, counting on it. The announcement's fence and
+        // counter read pair with that worker's: either it sees the bit, or
+        // we see it left idle and wake a sleeper. Only on this race path.
+        self.shared.pushed(index);
         Some(task)
     }
 

@@ -247,7 +247,7 @@ fn find<B: PoolBehavior>(
             // At the end of a streak, queued work goes first, if there is
             // any: the slot must not keep a worker from it.
             if pool.levels.admits(status, cursor, channel)
-                && (local.lifo.extend_streak() || !status.any())
+                && (local.lifo.extend_streak() || !pool.work_remains())
             {
                 return Some((task, channel));
             }
