@@ -286,7 +286,10 @@ fn any_operation_sequence_gives_consistent_outcomes() {
         CANCELLED.load(Ordering::Relaxed),
     );
     eprintln!("sequences: {refused} refused after close, {cancelled} cancelled by it");
-    if !cfg!(miri) {
+    // A coverage check of the generator, not of the pool: it needs the
+    // budget's worth of sequences, which miri and valgrind (~30x slower)
+    // do not run; there they check memory, and the plain run checks this.
+    if !cfg!(miri) && std::env::var_os("SMARTPOOL_UNDER_VALGRIND").is_none() {
         assert!(
             refused > 0 && cancelled > 0,
             "close never raced the sequence"
