@@ -63,31 +63,46 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     let shared = &*pool.shared;
     let worker = WorkerContext::worker(shared, local);
     let mut cursor = pool.levels.cursor();
-    'work: loop {
-        if shared.close.is_terminated() {
-            return;
-        }
-        if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
-            execute(pool, local, task, channel);
-            continue;
-        }
-        let mut idle = shared.sleep.start_looking(local.index);
-        let idle_flag = IdleFlag::set(&local.idle);
-        loop {
-            if shared.close.is_terminated() {
-                return;
-            }
-            if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
-                drop(idle_flag);
-                shared.sleep.work_found(idle, || pool.work_remains());
-                execute(pool, local, task, channel);
-                continue 'work;
-            }
-            shared.sleep.no_work_found(&mut idle, || {
-                shared.status.any() || shared.close.is_terminated() || local.lifo.is_full()
-            });
+    let terminated = || shared.close.is_terminated();
+    while !terminated() {
+        let found = find(pool, &worker, &mut cursor)
+            .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
+        match found {
+            Some((task, channel)) => execute(pool, local, task, channel),
+            None => return,
         }
     }
+}
+
+/// A worker's search once it found nothing: through the sleep protocol
+/// (idle, sleepy, asleep) until it finds a task, or until `stop()`. Either
+/// way it leaves idle through `work_found`: tasks posted while it was idle
+/// may have counted on it, so it hands the search on if work remains.
+/// `stop()` is also part of the final check before sleeping.
+fn search_idle<B: PoolBehavior>(
+    pool: &Pool<B>,
+    worker: &WorkerContext<'_>,
+    cursor: &mut Cursor,
+    stop: &dyn Fn() -> bool,
+) -> Option<(RunningTask, usize)> {
+    let shared = &*pool.shared;
+    let local = worker.local().expect("only workers search");
+    let mut idle = shared.sleep.start_looking(local.index);
+    let idle_flag = IdleFlag::set(&local.idle);
+    let found = loop {
+        if stop() {
+            break None;
+        }
+        if let Some(found) = find(pool, worker, cursor) {
+            break Some(found);
+        }
+        shared.sleep.no_work_found(&mut idle, || {
+            shared.status.any() || shared.close.is_terminated() || local.lifo.is_full() || stop()
+        });
+    };
+    drop(idle_flag);
+    shared.sleep.work_found(idle, || pool.work_remains());
+    found
 }
 
 /// A worker thread's pool, for a scope that waits on that thread.
@@ -158,7 +173,8 @@ impl<B: PoolBehavior> Help for Helper<B> {
             }
             return true;
         }
-        'work: loop {
+        let stop = || done() || shared.close.is_terminated();
+        loop {
             if done() {
                 return true;
             }
@@ -166,33 +182,10 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 drain_terminated(pool, local);
                 return false;
             }
-            if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
+            let found = find(pool, &worker, &mut cursor)
+                .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
+            if let Some((task, channel)) = found {
                 execute(pool, local, task, channel);
-                continue;
-            }
-            let mut idle = shared.sleep.start_looking(local.index);
-            let idle_flag = IdleFlag::set(&local.idle);
-            loop {
-                if done() || shared.close.is_terminated() {
-                    // Leaving idle without a task: jobs posted meanwhile may
-                    // have counted on us, so hand the search on as if we
-                    // had found one.
-                    drop(idle_flag);
-                    shared.sleep.work_found(idle, || pool.work_remains());
-                    continue 'work;
-                }
-                if let Some((task, channel)) = find(pool, &worker, &mut cursor) {
-                    drop(idle_flag);
-                    shared.sleep.work_found(idle, || pool.work_remains());
-                    execute(pool, local, task, channel);
-                    continue 'work;
-                }
-                shared.sleep.no_work_found(&mut idle, || {
-                    shared.status.any()
-                        || shared.close.is_terminated()
-                        || local.lifo.is_full()
-                        || done()
-                });
             }
         }
     }
