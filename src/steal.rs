@@ -25,6 +25,7 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
+use std::thread::LocalKey;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
@@ -88,14 +89,23 @@ thread_local! {
 
 /// Marks this thread as `local`'s worker until the guard drops.
 pub(crate) fn enter(local: Rc<WorkerLocal>) -> impl Drop {
-    struct Exit;
-    impl Drop for Exit {
+    set_until_drop(&CURRENT, local)
+}
+
+/// Stores `value` in the thread-local `key` until the guard drops (or the
+/// thread's locals are being destroyed).
+pub(crate) fn set_until_drop<T: 'static>(
+    key: &'static LocalKey<RefCell<Option<T>>>,
+    value: T,
+) -> impl Drop {
+    struct Clear<T: 'static>(&'static LocalKey<RefCell<Option<T>>>);
+    impl<T: 'static> Drop for Clear<T> {
         fn drop(&mut self) {
-            let _ = CURRENT.try_with(|c| c.borrow_mut().take());
+            let _ = self.0.try_with(|c| c.borrow_mut().take());
         }
     }
-    CURRENT.with(|c| *c.borrow_mut() = Some(local));
-    Exit
+    key.with(|c| *c.borrow_mut() = Some(value));
+    Clear(key)
 }
 
 /// Whether the calling thread is a worker of the pool `pool_id`.

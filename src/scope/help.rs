@@ -24,14 +24,7 @@ thread_local! {
 
 /// Registers `help` as this worker thread's, until the guard drops.
 pub(crate) fn enter_worker(help: Rc<dyn Help>) -> impl Drop {
-    struct Exit;
-    impl Drop for Exit {
-        fn drop(&mut self) {
-            let _ = CURRENT.try_with(|c| c.borrow_mut().take());
-        }
-    }
-    CURRENT.with(|c| *c.borrow_mut() = Some(help));
-    Exit
+    crate::steal::set_until_drop(&CURRENT, help)
 }
 
 /// The calling worker thread's help, if it is a worker.
