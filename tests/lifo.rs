@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
-use common::{Gate, TwoLevels, FAILSAFE};
+use common::{yield_once, Gate, TwoLevels, FAILSAFE};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 
@@ -84,7 +84,7 @@ fn a_yield_goes_behind_queued_work() {
     let log: Log = Log::default();
     let (p, l) = (pool.clone(), log.clone());
     let submit = pool.low.exec(run(move || {
-        let a = p.low.exec(yield_once(l.clone()));
+        let a = p.low.exec(logged_yield(l.clone()));
         let b = p.low.exec(run(move || l.lock().unwrap().push("b")));
         (a, b)
     }));
@@ -95,19 +95,9 @@ fn a_yield_goes_behind_queued_work() {
     block_on(owned.close());
 }
 
-async fn yield_once(l: Log) {
+async fn logged_yield(l: Log) {
     l.lock().unwrap().push("a before");
-    let mut yielded = false;
-    futures::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await;
+    yield_once().await;
     l.lock().unwrap().push("a after");
 }
 

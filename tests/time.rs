@@ -12,24 +12,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use common::{Lv, TwoLevels};
+use common::{yield_once, Lv, TwoLevels};
 use futures::executor::block_on;
 use futures::StreamExt;
 use smartpool::prelude::*;
 use std::future::Future;
-
-fn yield_once() -> impl std::future::Future<Output = ()> {
-    let mut yielded = false;
-    futures::future::poll_fn(move |cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-}
 
 /// Wraps a future; counts it in `parked` if its first poll was `Pending`.
 struct Probe<F> {

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::{hold, one_worker, Gate, Order};
+use common::{hold, one_worker, release, Gate, Order};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 use smartpool_spatial::SpatialChannel;
@@ -34,11 +34,7 @@ fn a_task_moving_the_focus_reorders_the_rest() {
         }),
         [0.0, 0.0],
     ));
-    gate.open();
-    block_on(held).unwrap();
-    for h in handles {
-        block_on(h).unwrap();
-    }
+    release(&gate, held, handles);
     assert_eq!(
         order.get(),
         ["0", "9", "8", "7", "6", "5", "4", "3", "2", "1"]

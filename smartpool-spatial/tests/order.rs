@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use common::{hold, one_worker, world, Order};
+use common::{hold, one_worker, release, world, Order};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 use smartpool_spatial::SpatialPoint;
@@ -24,11 +24,7 @@ fn run_order<P: SpatialPoint>(focus: P, tasks: &[(&str, P)]) -> Vec<String> {
         .map(|&(name, at)| owned.pool.spatial.exec(order.task(name), at))
         .collect();
     assert_eq!(owned.pool.spatial.len(), tasks.len());
-    gate.open();
-    block_on(held).unwrap();
-    for h in handles {
-        block_on(h).unwrap();
-    }
+    release(&gate, held, handles);
     block_on(owned.close());
     order.get()
 }

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
-use common::{hold, one_worker, Order};
+use common::{hold, one_worker, release, Order};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 
@@ -24,11 +24,7 @@ fn tasks_without_a_point_run_first_in_submission_order() {
         Exec::exec(spatial, order.task("plain 2")),
         spatial.exec(order.task("near"), [1.0, 0.0, 0.0]),
     ];
-    gate.open();
-    block_on(held).unwrap();
-    for h in handles {
-        block_on(h).unwrap();
-    }
+    release(&gate, held, handles);
     assert_eq!(
         order.get(),
         ["plain 1", "plain 2", "at the focus", "near", "far"]

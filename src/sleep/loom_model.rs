@@ -105,6 +105,17 @@ impl World {
     }
 }
 
+/// Starts `n` workers, each searching until it took a job or saw
+/// termination.
+fn spawn_workers(world: &Arc<World>, n: usize) -> Vec<loom::thread::JoinHandle<bool>> {
+    (0..n)
+        .map(|i| {
+            let world = world.clone();
+            loom::thread::spawn(move || world.work(i))
+        })
+        .collect()
+}
+
 #[test]
 fn outside_post_is_never_lost() {
     loom::model(|| {
@@ -122,12 +133,7 @@ fn outside_post_is_never_lost() {
 fn one_post_wakes_at_most_one() {
     loom::model(|| {
         let world = World::new(2);
-        let workers: Vec<_> = (0..2)
-            .map(|i| {
-                let world = world.clone();
-                loom::thread::spawn(move || world.work(i))
-            })
-            .collect();
+        let workers = spawn_workers(&world, 2);
         assert!(world.post() <= 1, "one job woke more than one sleeper");
         world.terminate();
         let took: usize = workers
@@ -150,12 +156,7 @@ fn one_post_wakes_at_most_one() {
 fn a_second_job_is_handed_on() {
     loom::model(|| {
         let world = World::new(2);
-        let workers: Vec<_> = (0..2)
-            .map(|i| {
-                let world = world.clone();
-                loom::thread::spawn(move || world.work(i))
-            })
-            .collect();
+        let workers = spawn_workers(&world, 2);
         world.post();
         world.post();
         for worker in workers {

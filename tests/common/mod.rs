@@ -195,3 +195,18 @@ pub fn scaled(n: usize) -> usize {
         n
     }
 }
+
+/// A future that wakes itself and returns `Pending` once: a yield that
+/// goes back through the task's channel.
+pub fn yield_once() -> impl std::future::Future<Output = ()> {
+    let mut yielded = false;
+    futures::future::poll_fn(move |cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+}

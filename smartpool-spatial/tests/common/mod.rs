@@ -112,6 +112,16 @@ pub fn hold<P: SpatialPoint>(owned: &OwnedPool<World<P>>) -> (Gate, JoinHandle<(
     (gate, held)
 }
 
+/// Opens the gate that holds the worker, then waits for the holding task
+/// and every handle: all queued tasks have run.
+pub fn release<T>(gate: &Gate, held: JoinHandle<()>, handles: Vec<JoinHandle<T>>) {
+    gate.open();
+    futures::executor::block_on(held).unwrap();
+    for h in handles {
+        futures::executor::block_on(h).unwrap();
+    }
+}
+
 /// Records the order in which tasks ran.
 #[derive(Clone, Default)]
 pub struct Order(Arc<Mutex<Vec<String>>>);
