@@ -30,6 +30,7 @@ use std::thread::LocalKey;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use crate::channel::ChannelLink;
+use crate::lifo::watch::Observer;
 use crate::lifo::LifoSlot;
 use crate::pool::Shared;
 use crate::task::RunningTask;
@@ -39,8 +40,10 @@ pub(crate) struct WorkerLocal {
     pub(crate) pool_id: usize,
     pub(crate) index: usize,
     deques: Box<[Worker<RunningTask>]>,
-    /// The task this worker runs next (see `lifo`).
+    /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
+    /// What this worker saw of the other workers' slots.
+    pub(crate) observer: Observer,
     /// Whether the worker holds its idle state (searching or asleep).
     pub(crate) idle: Cell<bool>,
     /// An address near the top of the worker thread's stack.
@@ -52,6 +55,7 @@ impl WorkerLocal {
     pub(crate) fn new(
         pool_id: usize,
         index: usize,
+        workers: usize,
         channels: usize,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
         let deques: Box<[Worker<RunningTask>]> =
@@ -63,6 +67,7 @@ impl WorkerLocal {
                 index,
                 deques,
                 lifo: LifoSlot::default(),
+                observer: Observer::new(index, workers),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
             },
@@ -72,8 +77,8 @@ impl WorkerLocal {
 
     /// Empties the slot and every local deque (at exit), dropping what it
     /// finds.
-    pub(crate) fn drain(&self) {
-        drop(self.lifo.take());
+    pub(crate) fn drain(&self, shared: &Shared) {
+        drop(shared.lifo[self.index].take());
         for deque in self.deques.iter() {
             while let Some(task) = deque.pop() {
                 drop(task);
@@ -134,13 +139,20 @@ fn keep_on_worker(
 
 /// Offers `task` (of channel `channel`) to the calling worker's LIFO slot,
 /// if the caller is a worker of `shared`'s pool; gives it back if not, or if
-/// the slot refuses it (see `lifo`).
+/// the slot refuses it (see `lifo`). On success, says whether the worker is
+/// idle (it then counts among the awake idle workers, but may not come back
+/// for the task: it may be helping inside a wait).
 pub(crate) fn offer_lifo(
     shared: &Shared,
     channel: usize,
     task: RunningTask,
-) -> Result<(), RunningTask> {
-    keep_on_worker(shared, task, |local, task| local.lifo.offer(channel, task))
+) -> Result<bool, RunningTask> {
+    let mut idle = false;
+    keep_on_worker(shared, task, |local, task| {
+        idle = local.idle.get();
+        local.lifo.offer(&shared.lifo[local.index], channel, task)
+    })
+    .map(|()| idle)
 }
 
 /// Pushes `task` onto the calling worker's local deque for `channel`, if

@@ -41,3 +41,25 @@ pub(crate) fn yield_now() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// A cell for data a protocol hands from thread to thread (under loom, its
+/// checked twin, which reports two threads using it at once).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a pointer to the value; the caller's protocol makes
+    /// this thread its only user meanwhile.
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;

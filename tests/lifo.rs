@@ -1,7 +1,8 @@
-//! The LIFO slot of channels built `with_lifo_slot`: a task submitted on a
-//! worker runs next on that worker, unless the schedule serves a higher
+//! The LIFO slot (on by default in `VecDequeChannel`): a task submitted on
+//! a worker runs next on that worker, unless the schedule serves a higher
 //! level, a streak has run long while work is queued, or the task woke
-//! itself (a yield). Off by default (`tests/work_stealing.rs`).
+//! itself (a yield); another worker steals it only if its worker does not
+//! come back for it (`tests/work_stealing.rs` has the blocking cases).
 
 mod common;
 
@@ -15,12 +16,19 @@ use smartpool::prelude::*;
 
 type Log = Arc<Mutex<Vec<&'static str>>>;
 
-fn hop(pool: Arc<Pool<TwoLevels>>, left: usize, threads: Arc<Mutex<Vec<ThreadId>>>) {
+type Hops = Arc<Mutex<Vec<ThreadId>>>;
+
+fn hop(pool: Arc<Pool<TwoLevels>>, left: usize, threads: Hops, done: mpsc::Sender<()>) {
     threads.lock().unwrap().push(std::thread::current().id());
-    if left > 0 {
-        let next = pool.clone();
-        drop(pool.low.exec(run(move || hop(next, left - 1, threads))));
+    if left == 0 {
+        done.send(()).unwrap();
+        return;
     }
+    let next = pool.clone();
+    drop(
+        pool.low
+            .exec(run(move || hop(next, left - 1, threads, done))),
+    );
 }
 
 #[test]
@@ -30,24 +38,18 @@ fn a_chain_of_spawns_stays_on_one_worker() {
     let threads = Arc::new(Mutex::new(Vec::new()));
     let (done, done_rx) = mpsc::channel();
     let (p, t) = (pool.clone(), threads.clone());
-    drop(pool.low.exec(run(move || {
-        hop(p, 1000, t);
-    })));
-    // The last hop is the 1001st entry; wait for it.
-    let t = threads.clone();
-    std::thread::spawn(move || loop {
-        if t.lock().unwrap().len() == 1001 {
-            done.send(()).unwrap();
-            return;
-        }
-        std::thread::yield_now();
-    });
+    drop(pool.low.exec(run(move || hop(p, 1000, t, done))));
     done_rx.recv_timeout(FAILSAFE).expect("the chain finished");
     let threads = threads.lock().unwrap();
-    assert!(
-        threads.iter().all(|t| *t == threads[0]),
-        "every hop ran on the worker that submitted it"
-    );
+    let moves = threads.windows(2).filter(|w| w[0] != w[1]).count();
+    // A hop moves only if its worker was kept from it for the steal delay
+    // (tens of microseconds: the OS preempted it); without the slot, the
+    // idle worker steals about every other hop. Valgrind runs one thread
+    // at a time, which keeps the owner away for longer than the delay, so
+    // there the check is not made.
+    if std::env::var_os("SMARTPOOL_UNDER_VALGRIND").is_none() {
+        assert!(moves < 100, "{moves} of 1000 hops moved to another worker");
+    }
     drop(threads);
     block_on(owned.close());
 }
@@ -110,9 +112,10 @@ fn a_streak_of_slot_tasks_lets_queued_work_in() {
     let (g, p) = (gate.clone(), pool.clone());
     let hops = Arc::new(Mutex::new(Vec::new()));
     let h = hops.clone();
+    let (done, done_rx) = mpsc::channel();
     let chain = pool.low.exec(run(move || {
         g.wait();
-        hop(p, 200, h);
+        hop(p, 200, h, done);
     }));
     // Queued (visible) behind the chain's first task.
     let (h, seen) = (hops.clone(), Arc::new(Mutex::new(None)));
@@ -122,6 +125,7 @@ fn a_streak_of_slot_tasks_lets_queued_work_in() {
     }));
     gate.open();
     block_on(chain).unwrap();
+    done_rx.recv_timeout(FAILSAFE).expect("the chain finished");
     block_on(queued).unwrap();
     let at = seen.lock().unwrap().expect("ran");
     assert!(
@@ -176,5 +180,40 @@ fn a_waiting_scope_runs_its_slot_task() {
         panic!("the scope's slot task never ran");
     };
     assert_eq!(sum.unwrap(), 10);
+    block_on(owned.close());
+}
+
+/// A low task resubmits itself until `stop` opens: it keeps its worker
+/// busy with low work, never idle.
+fn busy_low(pool: Arc<Pool<TwoLevels>>, stop: Gate) {
+    if stop.is_open() {
+        return;
+    }
+    let next = pool.clone();
+    drop(pool.low.exec(run(move || busy_low(next, stop))));
+}
+
+/// Worker B never goes idle (a low task keeps resubmitting itself), and
+/// worker A submits a high task, then blocks until it ran. Only the lowest
+/// level uses the slot: in A's slot, the high task would wait for A forever,
+/// since B looks at the slots only when idle; in its channel, B's schedule
+/// serves it before B's next low task.
+#[test]
+fn a_high_task_from_a_busy_worker_reaches_a_worker_busy_with_low_tasks() {
+    let owned = OwnedPool::new(TwoLevels::lifo(2, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let ran = Gate::new();
+    let (p, r) = (pool.clone(), ran.clone());
+    drop(pool.low.exec(run(move || busy_low(p, r))));
+    let (p, r) = (pool.clone(), ran.clone());
+    let spawner = pool.low.exec(run(move || {
+        let r2 = r.clone();
+        drop(p.high.exec(run(move || r2.open())));
+        r.wait_for(FAILSAFE)
+    }));
+    assert!(
+        block_on(spawner).unwrap(),
+        "the high task waited for the worker that submitted it"
+    );
     block_on(owned.close());
 }

@@ -1,5 +1,6 @@
-//! Work stealing: a task queued on a busy worker's local queue is found by
-//! another worker, which the push wakes.
+//! Work stealing: a task a busy worker submitted, in its LIFO slot or its
+//! local queue, is found by another worker, which the submission wakes if
+//! it sleeps.
 
 mod common;
 
@@ -8,22 +9,24 @@ use futures::executor::block_on;
 use smartpool::prelude::*;
 
 #[test]
-fn a_task_on_a_blocked_workers_local_queue_is_stolen() {
+fn tasks_of_a_blocked_worker_are_stolen() {
     let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
     let pool = owned.pool.clone();
     for round in 0..scaled(100) {
         let inner_pool = pool.clone();
-        // Spawned from a worker: goes to that worker's local queue, which
-        // that worker cannot serve while it waits for the task.
+        // Spawned from a worker: the first goes to its LIFO slot, the
+        // second to its local queue; it serves neither while it waits.
         let outer = pool.low.exec(run(move || {
-            let stolen = Gate::new();
-            let s = stolen.clone();
-            drop(inner_pool.low.exec(run(move || s.open())));
-            stolen.wait_for(FAILSAFE)
+            let gates = [Gate::new(), Gate::new()];
+            for gate in &gates {
+                let g = gate.clone();
+                drop(inner_pool.low.exec(run(move || g.open())));
+            }
+            gates.iter().all(|gate| gate.wait_for(FAILSAFE))
         }));
         assert!(
             block_on(outer).unwrap(),
-            "round {round}: the local task was never stolen"
+            "round {round}: a task of the blocked worker was never stolen"
         );
     }
     block_on(owned.close());

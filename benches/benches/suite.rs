@@ -12,7 +12,7 @@ use std::time::Duration;
 use criterion::{BenchmarkGroup, Criterion};
 use hdrhistogram::Histogram;
 use smartpool_bench::peers::{
-    AsyncExecutor, FuturesPool, Original, Peer, Rayon, Smartpool, SmartpoolLifo, Spawner, Tokio,
+    AsyncExecutor, FuturesPool, Original, Peer, Rayon, Smartpool, SmartpoolNoSlot, Spawner, Tokio,
 };
 use smartpool_bench::workloads;
 
@@ -22,7 +22,7 @@ const PEERS: [&str; 7] = [
     "async-executor",
     "futures ThreadPool",
     "smartpool",
-    "smartpool LIFO",
+    "smartpool no slot",
     "smartpool 0.3.2",
 ];
 
@@ -34,7 +34,7 @@ macro_rules! each_peer {
         $f::<AsyncExecutor>($($a),*);
         $f::<FuturesPool>($($a),*);
         $f::<Smartpool>($($a),*);
-        $f::<SmartpoolLifo>($($a),*);
+        $f::<SmartpoolNoSlot>($($a),*);
         $f::<Original>($($a),*);
     };
 }
@@ -398,8 +398,6 @@ fn main() {
 
     let ours = "smartpool";
     let r = |row: Row| medians.get(&row).and_then(|m| ratio(m, ours, "tokio"));
-    let lifo = "smartpool LIFO";
-    let r_lifo = |row: Row| medians.get(&row).and_then(|m| ratio(m, lifo, "tokio"));
     let targets: Vec<(String, Option<f64>, Option<bool>)> = vec![
         (
             "W1 ≤ 0.5 × tokio".into(),
@@ -434,26 +432,6 @@ fn main() {
             medians
                 .get(&Row::W5)
                 .and_then(|m| ratio(m, "smartpool 0.3.2", ours))
-                .map(|x| x >= 3.0),
-        ),
-        (
-            "W4 ≤ 1.0 × tokio, channels with_lifo_slot".into(),
-            r_lifo(Row::W4),
-            r_lifo(Row::W4).map(|x| x <= 1.0),
-        ),
-        (
-            "W5 ≤ 0.5 × tokio, channels with_lifo_slot".into(),
-            r_lifo(Row::W5),
-            r_lifo(Row::W5).map(|x| x <= 0.5),
-        ),
-        (
-            "W5 ≥ 3 × smartpool 0.3.2's throughput, channels with_lifo_slot".into(),
-            medians
-                .get(&Row::W5)
-                .and_then(|m| ratio(m, "smartpool 0.3.2", lifo)),
-            medians
-                .get(&Row::W5)
-                .and_then(|m| ratio(m, "smartpool 0.3.2", lifo))
                 .map(|x| x >= 3.0),
         ),
         (

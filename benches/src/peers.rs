@@ -257,20 +257,21 @@ impl Peer for Smartpool {
     }
 }
 
-/// smartpool with both channels built `with_lifo_slot`: a task submitted
-/// on a worker runs next on it (tokio's LIFO slot; opt-in in smartpool).
-pub struct SmartpoolLifo(smartpool::OwnedPool<ours::TwoLevels>);
+/// smartpool with both channels built `without_lifo_slot`: every task
+/// submitted on a worker goes to its local queue, where the other workers
+/// may steal it at once (the default before the stealable slot).
+pub struct SmartpoolNoSlot(smartpool::OwnedPool<ours::TwoLevels>);
 
-impl Peer for SmartpoolLifo {
-    const NAME: &'static str = "smartpool LIFO";
+impl Peer for SmartpoolNoSlot {
+    const NAME: &'static str = "smartpool no slot";
     const FUTURES: bool = true;
     const LEVELS: bool = true;
     type Spawner = Arc<smartpool::Pool<ours::TwoLevels>>;
-    fn start(threads: usize) -> SmartpoolLifo {
-        SmartpoolLifo(
+    fn start(threads: usize) -> SmartpoolNoSlot {
+        SmartpoolNoSlot(
             smartpool::OwnedPool::new(ours::TwoLevels {
-                urgent: smartpool::VecDequeChannel::with_lifo_slot(),
-                normal: smartpool::VecDequeChannel::with_lifo_slot(),
+                urgent: smartpool::VecDequeChannel::without_lifo_slot(),
+                normal: smartpool::VecDequeChannel::without_lifo_slot(),
                 threads,
             })
             .expect("smartpool"),

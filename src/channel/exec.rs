@@ -177,10 +177,15 @@ fn enqueue<C: Channel + ?Sized>(
 ) {
     let shared = &link.shared;
     shared.account(&task, link.index);
+    let lifo = lifo && shared.channels[link.index].lowest;
     let task = if lifo && !shared.close.is_terminated() {
-        // The slot's worker runs it next: no bit, no wake (see `lifo`).
+        // The slot's worker runs it next: no bit; a sleeper is woken only
+        // if no other worker is awake and idle to steal it (see `lifo`).
         match steal::offer_lifo(shared, link.index, task) {
-            Ok(()) => return,
+            Ok(filler_idle) => {
+                shared.sleep.slot_filled(filler_idle);
+                return;
+            }
             Err(task) => task,
         }
     } else {

@@ -12,9 +12,10 @@ use crate::task::RunningTask;
 /// it serves first and other workers steal from, as in tokio and rayon: order
 /// is first-in, first-out per submitting thread.
 ///
-/// Built [`with_lifo_slot`](VecDequeChannel::with_lifo_slot), a task
-/// submitted from a worker thread whose LIFO slot is free runs next on that
-/// worker, ahead of the local queue (see [`Channel::lifo_slot`]).
+/// A task submitted from a worker thread whose LIFO slot is free runs next
+/// on that worker, ahead of the local queue, unless the channel is built
+/// [`without_lifo_slot`](VecDequeChannel::without_lifo_slot) (see
+/// [`Channel::lifo_slot`]).
 ///
 /// (The name is the original smartpool's, whose channel was a `VecDeque`
 /// behind a mutex.)
@@ -31,20 +32,20 @@ impl VecDequeChannel {
         VecDequeChannel {
             queue: WorkQueue::new(),
             link: LinkSlot::new(),
-            lifo: false,
+            lifo: true,
         }
     }
 
-    /// An empty channel whose tasks, when submitted from a worker thread,
-    /// may run next on that worker through its LIFO slot (see
-    /// [`Channel::lifo_slot`]), as tokio does: for chains of tasks and
-    /// message passing, which then stay on one core (several times faster
-    /// on the suite's W4 and W5). Not for tasks that must start on any free
-    /// worker while the task that submitted them goes on running (or blocks
-    /// waiting for them: that would wait forever).
-    pub fn with_lifo_slot() -> VecDequeChannel {
+    /// An empty channel whose tasks never use the LIFO slot (see
+    /// [`Channel::lifo_slot`]): every task submitted from a worker thread is
+    /// at once visible to the other workers. For tasks that must start on
+    /// any free worker while the task that submitted them goes on running,
+    /// without the slot's steal delay (20 to about 100 µs); chains of tasks
+    /// and message passing then bounce between cores, several times slower
+    /// (the suite's W4 and W5).
+    pub fn without_lifo_slot() -> VecDequeChannel {
         VecDequeChannel {
-            lifo: true,
+            lifo: false,
             ..VecDequeChannel::new()
         }
     }

@@ -78,14 +78,21 @@ pub trait Channel: Send + Sync {
     /// worker threads may skip the channel and run next on that thread,
     /// in the worker's LIFO slot, as tokio runs a task spawned from inside
     /// its runtime. It keeps chains of tasks and message-passing pairs on
-    /// one core, where a queue would let them bounce between cores; the
-    /// cost is that such a task is invisible to the other workers until
-    /// the submitting task returns or parks, so a task that blocks waiting
-    /// for one it submitted this way waits forever. The slot still respects
-    /// priorities: a worker runs it only when the schedule would serve this
-    /// channel's level. (A task that wakes itself during its poll, a yield,
-    /// always goes through the channel.) Default: `false`, the channel sees
-    /// every task; [`VecDequeChannel::with_lifo_slot`] says `true`.
+    /// one core, where a queue would let them bounce between cores. Only
+    /// channels of the pool's lowest level use it (a higher-level task
+    /// there could wait behind a busy worker's lower-level tasks). The
+    /// cost: if the submitting task goes on running (or blocks, even
+    /// waiting for this task), an idle worker steals the task only after it
+    /// sat in the slot for a steal delay of 20 µs, or up to about 100 µs if
+    /// the idle workers were watching other slots (Go's `runnext` rule;
+    /// tokio's slot is never stolen from); while no other worker is idle,
+    /// it waits for the submitting task. The slot still respects the
+    /// schedule: a worker runs it only when the schedule would serve this
+    /// channel's level, and a stolen task goes to this channel.
+    /// (A task that wakes itself during its poll, a yield, always goes
+    /// through the channel.) Default: `false`, the channel sees every task;
+    /// [`VecDequeChannel`] says `true` unless built
+    /// [`without_lifo_slot`](VecDequeChannel::without_lifo_slot).
     fn lifo_slot(&self) -> bool {
         false
     }

@@ -13,6 +13,7 @@ use super::shared::{ChannelInfo, Shared};
 use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior};
 use crate::channel::ChannelLink;
+use crate::lifo::slot::Slot;
 use crate::schedule::Levels;
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
@@ -49,13 +50,15 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let mut keys = Vec::new();
         let mut channels = Vec::new();
         let mut levels = Vec::new();
-        for level in &config.levels {
+        let lowest = config.levels.len().saturating_sub(1);
+        for (level_index, level) in config.levels.iter().enumerate() {
             let mut indices = Vec::new();
             for params in level {
                 indices.push(keys.len());
                 channels.push(ChannelInfo {
                     bit: Bit::new(keys.len()),
                     complete_on_close: params.complete_on_close,
+                    lowest: level_index == lowest,
                 });
                 keys.push(params.key);
             }
@@ -64,7 +67,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
         let (locals, stealers): (Vec<_>, Vec<_>) = (0..threads)
             .map(|index| {
-                let (local, stealers) = WorkerLocal::new(id, index, keys.len());
+                let (local, stealers) = WorkerLocal::new(id, index, threads, keys.len());
                 (local, stealers.into_boxed_slice())
             })
             .unzip();
@@ -75,6 +78,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             close: CloseState::new(threads),
             channels: channels.into(),
             stealers: stealers.into(),
+            lifo: (0..threads).map(|_| Slot::new()).collect(),
         });
         let pool = Arc::new(Pool {
             behavior,

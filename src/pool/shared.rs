@@ -6,6 +6,7 @@ use std::fmt;
 use crossbeam_deque::Stealer;
 
 use super::close::CloseState;
+use crate::lifo::{slot::Slot, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
 use crate::task::RunningTask;
@@ -15,6 +16,9 @@ use crate::task::RunningTask;
 pub(crate) struct ChannelInfo {
     pub(crate) bit: Bit,
     pub(crate) complete_on_close: bool,
+    /// In the lowest level: only such tasks may use the LIFO slot (see
+    /// `lifo`).
+    pub(crate) lowest: bool,
 }
 
 pub(crate) struct Shared {
@@ -26,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) channels: Box<[ChannelInfo]>,
     /// `[worker][channel]`: steals from each worker's local deques.
     pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
+    /// Each worker's LIFO slot (see `lifo`).
+    pub(crate) lifo: Box<[Slot<SlotTask>]>,
 }
 
 impl Shared {
@@ -58,6 +64,14 @@ impl Shared {
         }
         self.release_counted();
         false
+    }
+
+    /// Whether a worker other than `me` has a task in its LIFO slot.
+    pub(crate) fn others_slot_full(&self, me: usize) -> bool {
+        self.lifo
+            .iter()
+            .enumerate()
+            .any(|(worker, slot)| worker != me && slot.look().is_full())
     }
 
     pub(crate) fn release_counted(&self) {

@@ -10,8 +10,11 @@ use std::time::Duration;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
+use crate::lifo::slot::Seen;
+use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
 use crate::scope::{self, Help};
+use crate::sleep::Check;
 use crate::steal::{self, WorkerContext, WorkerLocal};
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
@@ -47,7 +50,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         pause = (pause * 2).min(Duration::from_millis(100));
     }
     drop(helping);
-    local.drain();
+    local.drain(&pool.shared);
     drop(entered);
     let shared = &pool.shared;
     if shared.close.worker_exited() {
@@ -96,13 +99,63 @@ fn search_idle<B: PoolBehavior>(
         if let Some(found) = find(pool, worker, cursor) {
             break Some(found);
         }
+        match local.observer.observe(&shared.lifo) {
+            Verdict::Steal(worker, seen) => {
+                steal(pool, local, worker, seen);
+                continue;
+            }
+            // Searches again (yielding, without the sleep protocol's
+            // counters) until the task is stolen or taken.
+            Verdict::Young => {
+                crate::sync::yield_now();
+                continue;
+            }
+            Verdict::Moving | Verdict::Quiet => {}
+        }
         shared.sleep.no_work_found(&mut idle, || {
-            shared.status.any() || shared.close.is_terminated() || local.lifo.is_full() || stop()
+            if shared.status.any()
+                || shared.close.is_terminated()
+                || shared.lifo[local.index].look().is_full()
+                || stop()
+            {
+                return Check::Search;
+            }
+            match local.observer.observe(&shared.lifo) {
+                Verdict::Steal(..) | Verdict::Young => Check::Search,
+                Verdict::Moving => Check::Watch,
+                Verdict::Quiet => Check::Sleep,
+            }
         });
     };
     drop(idle_flag);
-    shared.sleep.work_found(idle, || pool.work_remains());
+    shared.sleep.work_found(idle, || {
+        pool.work_remains() || shared.others_slot_full(local.index)
+    });
     found
+}
+
+/// Steals a task that sat in another worker's LIFO slot for the steal
+/// delay, if there is one, and submits it to its channel, where the
+/// schedule serves it like any queued task (see `lifo`). Returns whether it
+/// did.
+fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> bool {
+    match local.observer.observe(&pool.shared.lifo) {
+        Verdict::Steal(worker, seen) => {
+            steal(pool, local, worker, seen);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Steals the task worker `worker`'s slot held when seen as `seen`, if it
+/// still does, and submits it to its channel.
+fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, seen: Seen) {
+    if let Some((channel, task)) = pool.shared.lifo[worker].steal(seen) {
+        local
+            .lifo
+            .flushing_during(|| pool.channel_at(channel).submit(task));
+    }
 }
 
 /// A worker thread's pool, for a scope that waits on that thread.
@@ -151,7 +204,7 @@ impl<B: PoolBehavior> Help for Helper<B> {
         let shared = &*pool.shared;
         let local = &*self.local;
         if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
-            if let Some((channel, task)) = local.lifo.take() {
+            if let Some((channel, task)) = shared.lifo[local.index].take() {
                 local
                     .lifo
                     .flushing_during(|| pool.channel_at(channel).submit(task));
@@ -168,6 +221,7 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 }
                 match find(pool, &worker, &mut cursor) {
                     Some((task, channel)) => execute(pool, local, task, channel),
+                    None if steal_stale(pool, local) => {}
                     None => crate::sync::yield_now(),
                 }
             }
@@ -194,7 +248,7 @@ impl<B: PoolBehavior> Help for Helper<B> {
         let shared = self.pool.shared.clone();
         let index = self.local.index;
         Box::new(move || {
-            shared.sleep.wake(index);
+            shared.sleep.rouse(index);
         })
     }
 }
@@ -205,7 +259,7 @@ fn drain_terminated<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     // Pairs with the post fence of a push that raced termination (see
     // `close`): either that pusher sees TERMINATED, or we see its task.
     fence(Ordering::SeqCst);
-    drop(local.lifo.take());
+    drop(pool.shared.lifo[local.index].take());
     pool.drain_all();
 }
 
@@ -236,7 +290,7 @@ fn find<B: PoolBehavior>(
 ) -> Option<(RunningTask, usize)> {
     let status = &pool.shared.status;
     if let Some(local) = worker.local() {
-        if let Some((channel, task)) = local.lifo.take() {
+        if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
             // At the end of a streak, queued work goes first, if there is
             // any: the slot must not keep a worker from it.
             if pool.levels.admits(status, cursor, channel)

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use super::help::Help;
 use super::latch::CountLatch;
-use crate::sleep::Sleep;
+use crate::sleep::{Check, Sleep};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
@@ -63,7 +63,8 @@ impl Help for Worker {
                 self.sleep.work_found(idle, || false);
                 return true;
             }
-            self.sleep.no_work_found(&mut idle, done);
+            self.sleep
+                .no_work_found(&mut idle, || Check::search_if(done()));
         }
     }
 

@@ -87,7 +87,7 @@ impl World {
                 return false;
             }
             self.sleep.no_work_found(&mut idle, || {
-                self.status.any() || self.done.load(Ordering::SeqCst)
+                Check::search_if(self.status.any() || self.done.load(Ordering::SeqCst))
             });
         }
     }

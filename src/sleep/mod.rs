@@ -6,6 +6,13 @@
 //! * **idle**: searching the channels for a task, spinning through rounds;
 //! * **sleepy**: idle, and has announced through the jobs event counter (JEC)
 //!   that it is about to sleep; it searches once more;
+//! * **watching**: sleepy, but another worker's LIFO slot holds a task or
+//!   was filled lately (see `lifo`): it waits on its condition variable for
+//!   one watch period, then searches again. It counts as awake and idle,
+//!   like an idle worker, because it will look again without being woken.
+//!   Posters that count on awake idle workers poke a watcher, and so does a
+//!   worker leaving idle while one watches (see `work_found`): queued work
+//!   does not wait for a period to end;
 //! * **sleeping**: blocked on its own condition variable.
 //!
 //! The counters (see `counters`) pack the number of inactive (idle or
@@ -30,11 +37,22 @@
 //!    only if the JEC is unchanged (else a job came: back to step 1's search).
 //! 3. `fence(SeqCst)`, the *sleep fence*.
 //! 4. Final check: any status bit set, or the pool terminating (or, from
-//!    the worker: its LIFO slot full; for a worker waiting in a scope: the
+//!    the worker: its LIFO slot full, or another worker's slot holding a
+//!    task it should steal or age; for a worker waiting in a scope: the
 //!    wait over)? Then it takes itself off the sleeping count and searches
-//!    again.
+//!    again. Another worker's slot busy with tasks its worker comes back
+//!    for? Then it takes itself off the sleeping count and watches.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
 //!    the mark (the waker also decrements the sleeping count).
+//!
+//! # Filling a LIFO slot (`Sleep::slot_filled`)
+//!
+//! The worker stores the task in its slot, runs a SeqCst fence (the *fill
+//! fence*), and reads the counters: if no worker but itself is awake and
+//! idle, it wakes one sleeper. (It discounts itself if it is idle: a worker
+//! helping inside a wait from its idle search may block on the very task.) `lifo` has the argument that the task is never
+//! stranded; it rests on the sleep fence of step 3 and the hand-off fence
+//! of `work_found`, and on step 4 never sleeping while a slot is full.
 //!
 //! # Why no wake-up is lost
 //!
@@ -71,7 +89,7 @@ mod counters;
 pub(crate) use counters::MAX_WORKERS;
 use counters::{AtomicCounters, JobsEvent};
 
-use crate::sync::{fence, lock, yield_now, Condvar, Mutex, Ordering};
+use crate::sync::{fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
 /// then sleep). Each round yields the processor once. Measured with the
@@ -85,11 +103,44 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 #[cfg(loom)]
 const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 
+/// What the sleep's final check found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Work may be there: search again.
+    Search,
+    /// Only other workers' LIFO slots are busy: watch them.
+    Watch,
+    /// Nothing: sleep until woken.
+    Sleep,
+}
+
+impl Check {
+    /// `Search` if `work`, else `Sleep`: for a worker that has no slots to
+    /// watch.
+    #[cfg(all(test, loom))]
+    pub(crate) fn search_if(work: bool) -> Check {
+        if work {
+            Check::Search
+        } else {
+            Check::Sleep
+        }
+    }
+}
+
+/// Where a worker waits on its condvar, if it does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Park {
+    Awake,
+    /// Counted asleep; a waker sets it `Awake` and uncounts it.
+    Asleep,
+    /// Watching, counted awake and idle; a poke sets it `Awake`.
+    Watching,
+}
+
 /// One worker's parking slot.
 #[derive(Debug)]
 struct Slot {
-    /// `true` while the worker waits on `condvar`; cleared by its waker.
-    blocked: Mutex<bool>,
+    park: Mutex<Park>,
     condvar: Condvar,
 }
 
@@ -97,6 +148,8 @@ struct Slot {
 #[derive(Debug)]
 pub(crate) struct Sleep {
     counters: AtomicCounters,
+    /// Workers watching (see the module doc): posters poke one of them.
+    watching: AtomicUsize,
     slots: Box<[Slot]>,
 }
 
@@ -124,9 +177,10 @@ impl Sleep {
         assert!(workers <= MAX_WORKERS, "config validation bounds workers");
         Sleep {
             counters: AtomicCounters::new(),
+            watching: AtomicUsize::new(0),
             slots: (0..workers)
                 .map(|_| Slot {
-                    blocked: Mutex::new(false),
+                    park: Mutex::new(Park::Awake),
                     condvar: Condvar::new(),
                 })
                 .collect(),
@@ -162,22 +216,35 @@ impl Sleep {
     /// pop, took the job. If other workers are still awake and idle, W skips
     /// the look: the last of them to leave does it, and one that falls
     /// asleep instead sees the bit in its own final check.
+    ///
+    /// If the awake idle workers left are watching, a poster that counted
+    /// on this worker may have read the counters while the watcher was
+    /// still counted asleep, so it did not poke it; this worker pokes one
+    /// instead, by the same look. (A watcher counts itself watching before
+    /// it counts itself awake, so this worker, which read it awake, sees
+    /// it watching.)
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = self.counters.sub_inactive();
-        if after.awake_idle() == 0 && after.sleeping() > 0 {
+        let hand_off = after.awake_idle() == 0 && after.sleeping() > 0;
+        if hand_off || self.watching.load(Ordering::Relaxed) > 0 {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if more_work() {
-                self.wake_any(1);
+                if hand_off {
+                    self.wake_any(1);
+                } else {
+                    self.poke(1);
+                }
             }
         }
     }
 
     /// One empty search round. May block until woken. `final_check` is the
-    /// last look before blocking: it must return `true` if any status bit is
-    /// set or the pool is terminating.
-    pub(crate) fn no_work_found(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> bool) {
+    /// last look before blocking: it must say `Search` if any status bit is
+    /// set or the pool is terminating, and must not say `Sleep` while
+    /// another worker's LIFO slot holds a task.
+    pub(crate) fn no_work_found(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> Check) {
         if idle.rounds < ROUNDS_UNTIL_SLEEPY {
             idle.rounds += 1;
             yield_now();
@@ -189,10 +256,10 @@ impl Sleep {
         }
     }
 
-    fn sleep(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> bool) {
+    fn sleep(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> Check) {
         let sleepy = idle.sleepy.take().expect("only sleepy workers sleep");
         let slot = &self.slots[idle.worker];
-        let mut blocked = lock(&slot.blocked);
+        let mut park = lock(&slot.park);
         if !self.counters.try_add_sleeping(sleepy) {
             // A job was posted since we got sleepy: search once more, then
             // get sleepy again.
@@ -202,33 +269,112 @@ impl Sleep {
         // Sleep fence: pairs with the set fence of `Status::mark`, which a
         // poster that set a bit runs before `new_jobs` reads the counters.
         fence(Ordering::SeqCst);
-        if final_check() {
-            // Nobody can have woken us: wakers only act on `blocked == true`.
-            self.counters.sub_sleeping();
-            idle.rounds = ROUNDS_UNTIL_SLEEPY;
-            return;
+        // Nobody can have woken us: wakers only act on `Asleep`.
+        match final_check() {
+            Check::Sleep => {}
+            Check::Search => {
+                self.counters.sub_sleeping();
+                idle.rounds = ROUNDS_UNTIL_SLEEPY;
+                return;
+            }
+            Check::Watch => {
+                // Watching before awake: whoever reads us awake and idle
+                // (an RMW of the counters after our release) also sees us
+                // watching, and pokes us if it counts on us.
+                *park = Park::Watching;
+                self.watching.fetch_add(1, Ordering::Relaxed);
+                self.counters.sub_sleeping();
+                self.watch(slot, park);
+                idle.rounds = ROUNDS_UNTIL_SLEEPY;
+                return;
+            }
         }
-        *blocked = true;
-        while *blocked {
-            blocked = slot
+        *park = Park::Asleep;
+        while *park == Park::Asleep {
+            park = slot
                 .condvar
-                .wait(blocked)
+                .wait(park)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         // Our waker took us off the sleeping count. Search afresh.
         idle.rounds = 0;
     }
 
+    /// Waits one watch period, or until poked. The caller set its park to
+    /// `Watching`, counted itself watching, then awake and idle; it
+    /// searches afterwards (see the module doc).
+    fn watch(&self, slot: &Slot, mut park: MutexGuard<'_, Park>) {
+        // Under loom the period may end at any moment: loom's timed wait
+        // never times out, so the model waits no time at all.
+        #[cfg(not(loom))]
+        {
+            park = slot
+                .condvar
+                .wait_timeout(park, crate::lifo::watch::WATCH_PERIOD)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+        #[cfg(loom)]
+        let _ = slot;
+        *park = Park::Awake;
+        drop(park);
+        self.watching.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Workers asleep now.
+    #[cfg(all(test, loom))]
+    pub(crate) fn sleeping(&self) -> usize {
+        self.counters.load().sleeping()
+    }
+
+    /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
+    /// if no other worker is awake and idle to see the task. `filler_idle`:
+    /// the filler itself is counted awake and idle.
+    pub(crate) fn slot_filled(&self, filler_idle: bool) {
+        // The fill fence: pairs with the sleep fence and `work_found`'s.
+        fence(Ordering::SeqCst);
+        let counters = self.counters.load();
+        let others = counters.awake_idle() - usize::from(filler_idle);
+        if others == 0 && counters.sleeping() > 0 {
+            self.wake_any(1);
+        }
+    }
+
     /// `n` jobs were posted (their bits already marked, see the module doc).
     /// Returns how many sleepers it woke.
     pub(crate) fn new_jobs(&self, n: usize) -> usize {
         let counters = self.counters.announce_job();
-        let sleeping = counters.sleeping();
-        if sleeping == 0 {
-            return 0;
+        let to_wake = n
+            .saturating_sub(counters.awake_idle())
+            .min(counters.sleeping());
+        let woken = if to_wake > 0 {
+            self.wake_any(to_wake)
+        } else {
+            0
+        };
+        if woken < n && self.watching.load(Ordering::Relaxed) > 0 {
+            // An awake idle worker we count on may be a watcher, which would
+            // look only when its period ends: have it look now.
+            self.poke(1);
         }
-        let to_wake = n.saturating_sub(counters.awake_idle()).min(sleeping);
-        self.wake_any(to_wake)
+        woken
+    }
+
+    /// Ends up to `n` watchers' periods early.
+    fn poke(&self, n: usize) {
+        let mut poked = 0;
+        for slot in self.slots.iter() {
+            if poked == n {
+                return;
+            }
+            let mut park = lock(&slot.park);
+            if *park == Park::Watching {
+                *park = Park::Awake;
+                drop(park);
+                slot.condvar.notify_one();
+                poked += 1;
+            }
+        }
     }
 
     /// Wakes up to `n` sleeping workers; returns how many it woke.
@@ -250,21 +396,38 @@ impl Sleep {
         for worker in 0..self.slots.len() {
             self.wake(worker);
         }
+        // Watchers would see termination when their period ends anyway.
+        self.poke(usize::MAX);
+    }
+
+    /// Gets `worker` searching: wakes it if it sleeps, pokes it if it
+    /// watches (for a waiter whose wait is over, see `scope`).
+    pub(crate) fn rouse(&self, worker: usize) {
+        if self.wake(worker) {
+            return;
+        }
+        let slot = &self.slots[worker];
+        let mut park = lock(&slot.park);
+        if *park == Park::Watching {
+            *park = Park::Awake;
+            drop(park);
+            slot.condvar.notify_one();
+        }
     }
 
     /// Wakes `worker` if it is blocked in its slot; returns whether it was.
     pub(crate) fn wake(&self, worker: usize) -> bool {
         let slot = &self.slots[worker];
-        let mut blocked = lock(&slot.blocked);
-        if !*blocked {
+        let mut park = lock(&slot.park);
+        if *park != Park::Asleep {
             return false;
         }
-        *blocked = false;
+        *park = Park::Awake;
         self.counters.sub_sleeping();
         // Notified after the unlock, so that the sleeper does not wake only
         // to block on the lock we still hold. Nothing is lost: it waits
-        // while `blocked`, which it reads under the lock we just released.
-        drop(blocked);
+        // while `Asleep`, which it reads under the lock we just released.
+        drop(park);
         slot.condvar.notify_one();
         true
     }

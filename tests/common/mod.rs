@@ -30,13 +30,10 @@ impl TwoLevels {
         TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, (true, false))
     }
 
-    /// Both channels built `with_lifo_slot`.
+    /// Both channels with the LIFO slot (the default), scheduled
+    /// highest-first.
     pub fn lifo(threads: usize, coc: (bool, bool)) -> TwoLevels {
-        TwoLevels {
-            high: VecDequeChannel::with_lifo_slot(),
-            low: VecDequeChannel::with_lifo_slot(),
-            ..TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, coc)
-        }
+        TwoLevels::with(threads, ScheduleAlgorithm::HighestFirst, coc)
     }
 
     pub fn with(threads: usize, schedule: ScheduleAlgorithm, coc: (bool, bool)) -> TwoLevels {

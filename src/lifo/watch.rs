@@ -1,0 +1,224 @@
+//! An idle worker's reading of the other workers' slots: steal, search
+//! again, watch, or sleep.
+//!
+//! Each idle worker keeps, per other worker, the last state it saw of that
+//! worker's slot and since when. From a fresh look it concludes:
+//!
+//! * **steal**: the slot holds the task it held [`STEAL_DELAY`] ago (same
+//!   word, so same generation): its worker has not come back for it;
+//! * **young**: the slot holds a task seen for less than the delay, or just
+//!   filled for the first time since an empty look: search again, to age it
+//!   (the idle search yields between rounds);
+//! * **moving**: the slot was filled at least twice since the last look, or
+//!   once while it held another task then, or was filled within the last
+//!   [`QUIET`]: its worker keeps coming back, so waiting is enough; watch
+//!   (a timed wait of [`WATCH_PERIOD`]) instead of sleeping (two looks
+//!   microseconds apart often see no fill between them, and sleeping then
+//!   would cost the next fill a wake-up);
+//! * **quiet**: no slot holds a task, and none was filled for [`QUIET`]:
+//!   nothing keeps the worker from sleeping.
+//!
+//! A full slot never reads quiet, which is what `lifo`'s argument needs.
+//! The looks are plain loads; their freshness comes from the fences of the
+//! sleep protocol around them (see `lifo`).
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use super::slot::{Seen, Slot};
+
+/// How long a task sits in a slot before another worker may steal it. Go
+/// leaves `runnext` to its owner for about 3 µs; a hop between tasks costs
+/// well under 1 µs here, so a worker that comes back at all is back long
+/// before this.
+#[cfg(not(loom))]
+pub(crate) const STEAL_DELAY: Duration = Duration::from_micros(20);
+/// Under loom any time may pass between two looks.
+#[cfg(loom)]
+pub(crate) const STEAL_DELAY: Duration = Duration::ZERO;
+
+/// How long a watching worker waits between looks (Linux adds its timer
+/// slack, 50 µs by default, to a timed wait).
+pub(crate) const WATCH_PERIOD: Duration = Duration::from_micros(50);
+
+/// How long after a slot's last fill a worker goes on watching it.
+#[cfg(not(loom))]
+pub(crate) const QUIET: Duration = Duration::from_micros(200);
+/// Under loom any time may pass between two looks.
+#[cfg(loom)]
+pub(crate) const QUIET: Duration = Duration::ZERO;
+
+/// What an idle worker should do about the other workers' slots.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Steal from worker `.0` the task it held when seen as `.1`.
+    Steal(usize, Seen),
+    Young,
+    Moving,
+    Quiet,
+}
+
+/// What an idle worker remembers of one other worker's slot.
+#[derive(Copy, Clone, Debug)]
+struct Memory {
+    /// The last look.
+    seen: Seen,
+    /// When the slot was first seen as `seen`.
+    since: Instant,
+    /// When a look last found it filled since the look before.
+    filled: Option<Instant>,
+}
+
+/// One idle worker's memory of the other workers' slots.
+#[derive(Debug)]
+pub(crate) struct Observer {
+    me: usize,
+    memory: RefCell<Vec<Memory>>,
+}
+
+impl Observer {
+    /// The observer of worker `me`, in a pool of `workers`.
+    pub(crate) fn new(me: usize, workers: usize) -> Observer {
+        let now = Instant::now();
+        let memory = Memory {
+            seen: Seen::EMPTY,
+            since: now,
+            filled: None,
+        };
+        Observer {
+            me,
+            memory: RefCell::new(vec![memory; workers]),
+        }
+    }
+
+    /// Looks at every other worker's slot (`slots`, indexed by worker).
+    pub(crate) fn observe<T>(&self, slots: &[Slot<T>]) -> Verdict {
+        self.observe_at(slots, Instant::now())
+    }
+
+    fn observe_at<T>(&self, slots: &[Slot<T>], now: Instant) -> Verdict {
+        let mut memory = self.memory.borrow_mut();
+        let mut verdict = Verdict::Quiet;
+        for (worker, (slot, memory)) in slots.iter().zip(memory.iter_mut()).enumerate() {
+            if worker == self.me {
+                continue;
+            }
+            let look = slot.look();
+            let slot_verdict = if look == memory.seen {
+                if look.is_full() && now.duration_since(memory.since) >= STEAL_DELAY {
+                    return Verdict::Steal(worker, look);
+                }
+                if look.is_full() {
+                    Verdict::Young
+                } else {
+                    Verdict::Quiet
+                }
+            } else {
+                let fills = look.fills_since(memory.seen);
+                if fills > 0 {
+                    memory.filled = Some(now);
+                }
+                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full());
+                memory.seen = look;
+                memory.since = now;
+                if look.is_full() && !moving {
+                    Verdict::Young
+                } else {
+                    Verdict::Quiet
+                }
+            };
+            let recent = memory
+                .filled
+                .is_some_and(|at| now.duration_since(at) < QUIET);
+            verdict = match (verdict, slot_verdict) {
+                (Verdict::Young, _) | (_, Verdict::Young) => Verdict::Young,
+                _ if recent || look.is_full() => Verdict::Moving,
+                (verdict, _) => verdict,
+            };
+        }
+        verdict
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod test {
+    use super::*;
+
+    fn pool() -> (Observer, Vec<Slot<u32>>, Instant) {
+        let start = Instant::now();
+        (Observer::new(1, 2), vec![Slot::new(), Slot::new()], start)
+    }
+
+    #[test]
+    fn a_task_left_for_the_delay_is_stolen() {
+        let (observer, slots, t0) = pool();
+        slots[0].fill(7).unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Young);
+        let later = t0 + STEAL_DELAY / 2;
+        assert_eq!(observer.observe_at(&slots, later), Verdict::Young);
+        match observer.observe_at(&slots, t0 + STEAL_DELAY) {
+            Verdict::Steal(0, seen) => assert_eq!(slots[0].steal(seen), Some(7)),
+            other => panic!("not stolen: {other:?}"),
+        }
+        assert_eq!(slots[0].take(), None, "the owner finds it gone");
+        assert!(slots[0].fill(8).is_ok(), "the owner may fill again");
+    }
+
+    #[test]
+    fn a_worker_that_comes_back_is_watched_not_robbed() {
+        let (observer, slots, t0) = pool();
+        slots[0].fill(1).unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Young);
+        for round in 1..10u32 {
+            // Its worker took the last task and filled the slot again.
+            assert!(slots[0].take().is_some());
+            slots[0].fill(round).unwrap();
+            let at = t0 + STEAL_DELAY * (2 * round);
+            assert_eq!(observer.observe_at(&slots, at), Verdict::Moving);
+        }
+        // It took the last one too: nothing to watch once that was seen.
+        assert!(slots[0].take().is_some());
+        let at = t0 + STEAL_DELAY * 30;
+        assert_eq!(observer.observe_at(&slots, at), Verdict::Quiet);
+        assert_eq!(observer.observe_at(&slots, at), Verdict::Quiet);
+    }
+
+    #[test]
+    fn a_stale_steal_fails_once_the_owner_took_it() {
+        let (observer, slots, t0) = pool();
+        slots[0].fill(1).unwrap();
+        observer.observe_at(&slots, t0);
+        let Verdict::Steal(0, seen) = observer.observe_at(&slots, t0 + STEAL_DELAY) else {
+            panic!("not stale");
+        };
+        assert_eq!(slots[0].take(), Some(1));
+        slots[0].fill(2).unwrap();
+        assert_eq!(slots[0].steal(seen), None, "a newer task is not stolen");
+        assert_eq!(slots[0].take(), Some(2));
+    }
+
+    #[test]
+    fn a_slot_filled_lately_is_watched_until_quiet() {
+        let (observer, slots, t0) = pool();
+        slots[0].fill(1).unwrap();
+        slots[0].take().unwrap();
+        slots[0].fill(2).unwrap();
+        slots[0].take().unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Moving);
+        // A second look right away sees no change, but the worker is busy.
+        let soon = t0 + QUIET / 2;
+        assert_eq!(observer.observe_at(&slots, soon), Verdict::Moving);
+        assert_eq!(observer.observe_at(&slots, t0 + QUIET), Verdict::Quiet);
+    }
+
+    #[test]
+    fn its_own_slot_is_not_watched() {
+        let (observer, slots, t0) = pool();
+        slots[1].fill(1).unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Quiet);
+        assert_eq!(
+            observer.observe_at(&slots, t0 + STEAL_DELAY),
+            Verdict::Quiet
+        );
+    }
+}
