@@ -9,6 +9,7 @@ mod common;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
+use std::time::Duration;
 
 use common::{yield_once, Gate, TwoLevels, FAILSAFE};
 use futures::executor::block_on;
@@ -183,14 +184,43 @@ fn a_waiting_scope_runs_its_slot_task() {
     block_on(owned.close());
 }
 
-/// A low task resubmits itself until `stop` opens: it keeps its worker
-/// busy with low work, never idle.
-fn busy_low(pool: Arc<Pool<TwoLevels>>, stop: Gate) {
+/// A task resubmits itself (on `high` or low) until `stop` opens: it keeps
+/// its worker busy, never idle.
+fn busy(pool: Arc<Pool<TwoLevels>>, stop: Gate, high: bool) {
     if stop.is_open() {
         return;
     }
     let next = pool.clone();
-    drop(pool.low.exec(run(move || busy_low(next, stop))));
+    let again = run(move || busy(next, stop, high));
+    drop(if high {
+        pool.high.exec(again)
+    } else {
+        pool.low.exec(again)
+    });
+}
+
+/// Worker B is kept busy on one level (`busy_high`), worker A submits a
+/// task on the other (`submit_high`), then blocks until it ran.
+fn reaches_a_busy_worker(behavior: TwoLevels, busy_high: bool, submit_high: bool) -> bool {
+    let owned = OwnedPool::new(behavior).unwrap();
+    let pool = owned.pool.clone();
+    let ran = Gate::new();
+    let (p, r) = (pool.clone(), ran.clone());
+    drop(pool.low.exec(run(move || busy(p, r, busy_high))));
+    let (p, r) = (pool.clone(), ran.clone());
+    let spawner = pool.low.exec(run(move || {
+        let r2 = r.clone();
+        let task = run(move || r2.open());
+        drop(if submit_high {
+            p.high.exec(task)
+        } else {
+            p.low.exec(task)
+        });
+        r.wait_for(FAILSAFE)
+    }));
+    let reached = block_on(spawner).unwrap();
+    block_on(owned.close());
+    reached
 }
 
 /// Worker B never goes idle (a low task keeps resubmitting itself), and
@@ -200,20 +230,21 @@ fn busy_low(pool: Arc<Pool<TwoLevels>>, stop: Gate) {
 /// serves it before B's next low task.
 #[test]
 fn a_high_task_from_a_busy_worker_reaches_a_worker_busy_with_low_tasks() {
-    let owned = OwnedPool::new(TwoLevels::lifo(2, (false, false))).unwrap();
-    let pool = owned.pool.clone();
-    let ran = Gate::new();
-    let (p, r) = (pool.clone(), ran.clone());
-    drop(pool.low.exec(run(move || busy_low(p, r))));
-    let (p, r) = (pool.clone(), ran.clone());
-    let spawner = pool.low.exec(run(move || {
-        let r2 = r.clone();
-        drop(p.high.exec(run(move || r2.open())));
-        r.wait_for(FAILSAFE)
-    }));
     assert!(
-        block_on(spawner).unwrap(),
+        reaches_a_busy_worker(TwoLevels::lifo(2, (false, false)), false, true),
         "the high task waited for the worker that submitted it"
     );
-    block_on(owned.close());
+}
+
+/// Under RoundRobin, B busy on the first level must still give the second
+/// its slice: a task submitted there by a busy worker goes to its channel,
+/// not to the slot (which B's rotation would never look into).
+#[test]
+fn under_round_robin_a_task_from_a_busy_worker_gets_its_slice() {
+    let slices = vec![Duration::from_millis(1); 2];
+    let behavior = TwoLevels::with(2, ScheduleAlgorithm::RoundRobin(slices), (false, false));
+    assert!(
+        reaches_a_busy_worker(behavior, true, false),
+        "the low task waited for the worker that submitted it"
+    );
 }

@@ -12,8 +12,10 @@ use crate::task::RunningTask;
 /// it serves first and other workers steal from, as in tokio and rayon: order
 /// is first-in, first-out per submitting thread.
 ///
-/// A task submitted from a worker thread whose LIFO slot is free runs next
-/// on that worker, ahead of the local queue, unless the channel is built
+/// In the pool's lowest level (or its only one), a task submitted from a
+/// worker thread whose LIFO slot is free runs next on that worker, ahead of
+/// the local queue, unless its worker does not come back for it within the
+/// steal delay (then an idle worker steals it) or the channel is built
 /// [`without_lifo_slot`](VecDequeChannel::without_lifo_slot) (see
 /// [`Channel::lifo_slot`]).
 ///
@@ -40,7 +42,7 @@ impl VecDequeChannel {
     /// [`Channel::lifo_slot`]): every task submitted from a worker thread is
     /// at once visible to the other workers. For tasks that must start on
     /// any free worker while the task that submitted them goes on running,
-    /// without the slot's steal delay (20 to about 100 µs); chains of tasks
+    /// without the slot's steal delay (20 to about 120 µs); chains of tasks
     /// and message passing then bounce between cores, several times slower
     /// (the suite's W4 and W5).
     pub fn without_lifo_slot() -> VecDequeChannel {

@@ -79,14 +79,15 @@ pub trait Channel: Send + Sync {
     /// in the worker's LIFO slot, as tokio runs a task spawned from inside
     /// its runtime. It keeps chains of tasks and message-passing pairs on
     /// one core, where a queue would let them bounce between cores. Only
-    /// channels of the pool's lowest level use it (a higher-level task
-    /// there could wait behind a busy worker's lower-level tasks). The
-    /// cost: if the submitting task goes on running (or blocks, even
-    /// waiting for this task), an idle worker steals the task only after it
-    /// sat in the slot for a steal delay of 20 µs, or up to about 100 µs if
-    /// the idle workers were watching other slots (Go's `runnext` rule;
-    /// tokio's slot is never stolen from); while no other worker is idle,
-    /// it waits for the submitting task. The slot still respects the
+    /// channels of the lowest level of a `HighestFirst` pool, or of a pool
+    /// of one level, use it (a higher-level task there could wait behind a
+    /// busy worker's lower-level tasks; under `RoundRobin`, escape its
+    /// level's slice). The cost: if the submitting task goes on running
+    /// (or blocks, even waiting for this task), an idle worker steals the
+    /// task only after it sat in the slot for a steal delay of 20 µs, or up
+    /// to about 120 µs if the idle workers were watching other slots (Go's
+    /// `runnext` rule; tokio's slot is never stolen from); while no other
+    /// worker is idle, it waits for the submitting task. The slot still respects the
     /// schedule: a worker runs it only when the schedule would serve this
     /// channel's level, and a stolen task goes to this channel.
     /// (A task that wakes itself during its poll, a yield, always goes

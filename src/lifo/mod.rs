@@ -37,6 +37,9 @@
 //!   it goes idle. A higher-level task in a slot would be invisible to a
 //!   worker busy with a backlog of lower-level tasks, which would serve
 //!   them first; a lowest-level task has nothing below it to lose to.
+//!   Under RoundRobin every level is owed its slice, which a slot task
+//!   would escape in the same way, so there only a pool of one level uses
+//!   the slot.
 //! * The worker looks at its slot first in every search (`pool::worker`).
 //!   It runs the task if the schedule would serve the task's level now and
 //!   either fewer than [`MAX_STREAK`] slot tasks ran in a row or no channel
@@ -66,7 +69,9 @@
 //!
 //! * The filler stores the task, runs a SeqCst fence (the *fill fence*),
 //!   then reads the sleep counters. If no worker but itself was awake and
-//!   idle, it wakes a sleeper, which searches and sees the slot.
+//!   idle, it wakes a sleeper, which searches and sees the slot. (If that
+//!   sleeper turned watcher meanwhile, the wake finds nobody asleep; the
+//!   watcher counts as awake and idle, and the next point covers it.)
 //! * If some other worker W was awake and idle in the value the filler
 //!   read, W's later changes of the counters come later in their
 //!   modification order. W cannot sleep untimed without first counting
@@ -99,8 +104,9 @@
 //! # The cost
 //!
 //! A slot task that its worker does not come back for waits up to the
-//! steal delay (plus a watch period and the OS timer's slack, about 100
-//! µs, if the idle workers were watching) before an idle worker starts it;
+//! steal delay (up to about 120 µs, if the idle workers were watching: the
+//! delay, a watch period and the OS timer's slack) before an idle worker
+//! starts it;
 //! while every other worker is busy, it waits for one to go idle. A task that must start at once on any
 //! free worker belongs on a channel without the slot
 //! ([`VecDequeChannel::without_lifo_slot`](crate::VecDequeChannel::without_lifo_slot)).

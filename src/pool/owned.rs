@@ -11,7 +11,7 @@ use std::thread;
 use super::close::CloseState;
 use super::shared::{ChannelInfo, Shared};
 use super::{worker, Pool};
-use crate::behavior::{ConfigError, PoolBehavior};
+use crate::behavior::{ConfigError, PoolBehavior, ScheduleAlgorithm};
 use crate::channel::ChannelLink;
 use crate::lifo::slot::Slot;
 use crate::schedule::Levels;
@@ -50,7 +50,15 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let mut keys = Vec::new();
         let mut channels = Vec::new();
         let mut levels = Vec::new();
-        let lowest = config.levels.len().saturating_sub(1);
+        // The level whose tasks may use the LIFO slot (see `lifo`): the
+        // lowest under HighestFirst; under RoundRobin every level is owed
+        // its slice, which a slot task (no status bit) would escape, so
+        // none unless there is only one.
+        let lowest = match config.schedule {
+            ScheduleAlgorithm::HighestFirst => config.levels.len().saturating_sub(1),
+            ScheduleAlgorithm::RoundRobin(_) if config.levels.len() == 1 => 0,
+            ScheduleAlgorithm::RoundRobin(_) => usize::MAX,
+        };
         for (level_index, level) in config.levels.iter().enumerate() {
             let mut indices = Vec::new();
             for params in level {

@@ -16,8 +16,8 @@ use crate::task::RunningTask;
 pub(crate) struct ChannelInfo {
     pub(crate) bit: Bit,
     pub(crate) complete_on_close: bool,
-    /// In the lowest level: only such tasks may use the LIFO slot (see
-    /// `lifo`).
+    /// In the lowest level of a HighestFirst pool (or the only level):
+    /// only such tasks may use the LIFO slot (see `lifo`).
     pub(crate) lowest: bool,
 }
 

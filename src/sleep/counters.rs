@@ -8,6 +8,12 @@
 //!
 //! Idle-but-awake workers are `inactive - sleeping`. Keeping the two thread
 //! counts this way lets each transition be a single add or subtract.
+//!
+//! Every change is a read-modify-write (SeqCst), never a plain store: so
+//! each change continues the release sequence of the ones before it, and
+//! any read of the word synchronizes with every change it reflects. The
+//! sleep module relies on it (a worker counts itself watching before it
+//! counts itself awake; whoever reads it awake sees it watching).
 
 use crate::sync::{AtomicU64, Ordering};
 

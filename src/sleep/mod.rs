@@ -10,9 +10,11 @@
 //!   was filled lately (see `lifo`): it waits on its condition variable for
 //!   one watch period, then searches again. It counts as awake and idle,
 //!   like an idle worker, because it will look again without being woken.
-//!   Posters that count on awake idle workers poke a watcher, and so does a
-//!   worker leaving idle while one watches (see `work_found`): queued work
-//!   does not wait for a period to end;
+//!   Posters of queued jobs that count on awake idle workers poke a
+//!   watcher, and so does a worker leaving idle while one watches or when
+//!   the sleeper it would wake turned watcher (see `work_found`), so queued
+//!   work does not wait for a period to end. A slot fill pokes nobody: its
+//!   task is not stolen before the steal delay anyway;
 //! * **sleeping**: blocked on its own condition variable.
 //!
 //! The counters (see `counters`) pack the number of inactive (idle or
@@ -230,12 +232,10 @@ impl Sleep {
         if hand_off || self.watching.load(Ordering::Relaxed) > 0 {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
-            if more_work() {
-                if hand_off {
-                    self.wake_any(1);
-                } else {
-                    self.poke(1);
-                }
+            // The sleeper we would wake may have turned watcher since we
+            // read the counters: then poke it.
+            if more_work() && (!hand_off || self.wake_any(1) == 0) {
+                self.poke(1);
             }
         }
     }
@@ -279,8 +279,9 @@ impl Sleep {
             }
             Check::Watch => {
                 // Watching before awake: whoever reads us awake and idle
-                // (an RMW of the counters after our release) also sees us
-                // watching, and pokes us if it counts on us.
+                // (any read of the counters after our change, which
+                // releases; see `counters`) also sees us watching, and
+                // pokes us if it counts on us.
                 *park = Park::Watching;
                 self.watching.fetch_add(1, Ordering::Relaxed);
                 self.counters.sub_sleeping();
