@@ -86,6 +86,20 @@ fn a_detached_output_panicking_in_drop_does_not_break_close() {
     assert!(common::close_within(owned, common::FAILSAFE), "close hung");
 }
 
+/// The handle holds the last reference: dropping it drops the output on
+/// the caller's thread, whose panic it catches, as tokio's handle does.
+#[test]
+fn dropping_the_last_handle_of_an_output_panicking_in_drop_does_not_panic() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let handle = owned.pool.high.exec(run(|| PanicOnDropOutput));
+    // One worker: once a later task ran, the first finished and its worker
+    // let go of it.
+    assert_eq!(block_on(owned.pool.high.exec(run(|| 5))).unwrap(), 5);
+    assert!(handle.is_finished());
+    drop(handle);
+    assert!(common::close_within(owned, common::FAILSAFE), "close hung");
+}
+
 struct PanickingWaker;
 
 impl futures::task::ArcWake for PanickingWaker {

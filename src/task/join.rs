@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -116,9 +117,18 @@ impl<T> Future for JoinHandle<T> {
 }
 
 impl<T> Drop for JoinHandle<T> {
+    /// Detaches the task. If it already finished and the pool let go of it,
+    /// this drops its output here: user code, whose panic is caught and
+    /// logged (as tokio does), so dropping a handle never panics.
     fn drop(&mut self) {
-        if let Handle::Task(task) = &self.handle {
+        if let Handle::Task(task) = std::mem::replace(&mut self.handle, Handle::Done) {
             task.detach();
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(task))) {
+                log::error!(
+                    "smartpool: dropping a finished task's output panicked: {}",
+                    panic_message(&*panic)
+                );
+            }
         }
     }
 }
