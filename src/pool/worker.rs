@@ -32,6 +32,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     });
     let pool = &helper.pool;
     let helping = scope::enter_worker(helper.clone());
+    let rescheduling = crate::task::enter_worker(pool.clone());
     // Tasks and followups catch their own panics; a panicking third-party
     // channel unwinds out of `work`. The worker logs it and goes on: its
     // idle state, if any, left the idle count as it unwound, and `take` set
@@ -50,6 +51,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         pause = (pause * 2).min(Duration::from_millis(100));
     }
     drop(helping);
+    drop(rescheduling);
     local.drain(&pool.shared);
     drop(entered);
     let shared = &pool.shared;

@@ -50,7 +50,14 @@ impl Drop for Header {
 
 impl Header {
     /// Hands a claimed task to its pool, or drops it if the pool is gone.
+    /// On a worker thread of that pool, through the worker's own handle:
+    /// upgrading the `Weak` is two read-modify-writes on the one reference
+    /// count every task of the pool shares.
     fn reschedule(&self, task: RunningTask) {
+        let task = match super::with_worker_scheduler(&self.scheduler, task) {
+            Ok(()) => return,
+            Err(task) => task,
+        };
         match self.scheduler.upgrade() {
             Some(pool) => pool.reschedule(task),
             None => drop(task),

@@ -66,6 +66,9 @@
 //!   output's drop, the joiner's waker) is caught: a panic there never
 //!   unwinds through the state machine or the close accounting.
 
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
+
 mod cell;
 mod join;
 mod state;
@@ -77,12 +80,43 @@ pub(crate) use cell::{spawn, RunOutcome};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
-/// it through a `Weak`.
+/// it through a `Weak`, which a wake on one of the pool's own workers does
+/// not need to upgrade (see [`enter_worker`]).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// A parked task was woken: hand its token to the behavior's followup.
     fn reschedule(&self, task: RunningTask);
     /// A task counted towards close finished or was dropped.
     fn release_counted(&self);
+}
+
+thread_local! {
+    /// The pool whose worker thread this is, if it is one (see
+    /// [`enter_worker`]).
+    static WORKER_SCHEDULER: RefCell<Option<Arc<dyn Schedule>>> = const { RefCell::new(None) };
+}
+
+/// Marks this thread as a worker of `pool` until the guard drops: its
+/// wakes reschedule through `pool` rather than by upgrading the task's
+/// `Weak`.
+pub(crate) fn enter_worker(pool: Arc<dyn Schedule>) -> impl Drop {
+    crate::steal::set_until_drop(&WORKER_SCHEDULER, pool)
+}
+
+/// Reschedules `task` through the calling worker's pool if that is
+/// `scheduler`'s; gives the task back otherwise.
+fn with_worker_scheduler(
+    scheduler: &Weak<dyn Schedule>,
+    task: RunningTask,
+) -> Result<(), RunningTask> {
+    let mut task = Some(task);
+    let _ = WORKER_SCHEDULER.try_with(|current| {
+        if let Some(pool) = current.borrow().as_ref() {
+            if std::ptr::addr_eq(Arc::as_ptr(pool), scheduler.as_ptr()) {
+                pool.reschedule(task.take().expect("rescheduled once"));
+            }
+        }
+    });
+    task.map_or(Ok(()), Err)
 }
 
 #[cfg(all(test, loom))]
