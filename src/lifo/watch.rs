@@ -10,13 +10,16 @@
 //!   filled for the first time since an empty look: search again, to age it
 //!   (the idle search yields between rounds);
 //! * **moving**: the slot was filled at least twice since the last look, or
-//!   once while it held another task then, or was filled within the last
+//!   once while it held another task then (its worker came back for a task
+//!   and filled the slot again), now or at a look within the last
 //!   [`QUIET`]: its worker keeps coming back, so waiting is enough; watch
 //!   (a timed wait of [`WATCH_PERIOD`]) instead of sleeping (two looks
 //!   microseconds apart often see no fill between them, and sleeping then
-//!   would cost the next fill a wake-up);
-//! * **quiet**: no slot holds a task, and none was filled for [`QUIET`]:
-//!   nothing keeps the worker from sleeping.
+//!   would cost the next fill of a chain a wake-up);
+//! * **quiet**: no slot holds a task, and none was seen cycling for
+//!   [`QUIET`]: nothing keeps the worker from sleeping. (A single fill that
+//!   its worker took back is quiet: a sparse spawn must not keep the other
+//!   workers watching.)
 //!
 //! A full slot never reads quiet, which is what `lifo`'s argument needs.
 //! The looks are plain loads; their freshness comes from the fences of the
@@ -41,9 +44,11 @@ pub(crate) const STEAL_DELAY: Duration = Duration::ZERO;
 /// slack, 50 µs by default, to a timed wait).
 pub(crate) const WATCH_PERIOD: Duration = Duration::from_micros(50);
 
-/// How long after a slot's last fill a worker goes on watching it.
+/// How long after it last saw a slot cycling a worker goes on watching it:
+/// longer than the few microseconds between two looks of one search, so
+/// that a chain reads as moving at both.
 #[cfg(not(loom))]
-pub(crate) const QUIET: Duration = Duration::from_micros(200);
+pub(crate) const QUIET: Duration = Duration::from_micros(50);
 /// Under loom any time may pass between two looks.
 #[cfg(loom)]
 pub(crate) const QUIET: Duration = Duration::ZERO;
@@ -115,10 +120,10 @@ impl Observer {
                 }
             } else {
                 let fills = look.fills_since(memory.seen);
-                if fills > 0 {
+                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full());
+                if moving {
                     memory.filled = Some(now);
                 }
-                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full());
                 memory.seen = look;
                 memory.since = now;
                 if look.is_full() && !moving {
@@ -209,6 +214,17 @@ mod test {
         let soon = t0 + QUIET / 2;
         assert_eq!(observer.observe_at(&slots, soon), Verdict::Moving);
         assert_eq!(observer.observe_at(&slots, t0 + QUIET), Verdict::Quiet);
+    }
+
+    #[test]
+    fn a_single_fill_taken_back_is_quiet() {
+        let (observer, slots, t0) = pool();
+        slots[0].fill(1).unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Young);
+        slots[0].take().unwrap();
+        // A sparse spawn: its worker came back; nothing to watch.
+        let soon = t0 + QUIET / 10;
+        assert_eq!(observer.observe_at(&slots, soon), Verdict::Quiet);
     }
 
     #[test]
