@@ -32,7 +32,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     });
     let pool = &helper.pool;
     let helping = scope::enter_worker(helper.clone());
-    let rescheduling = crate::task::enter_worker(pool.clone());
+    let rescheduling = crate::task::enter_worker(helper.clone());
     // Tasks and followups catch their own panics; a panicking third-party
     // channel unwinds out of `work`. The worker logs it and goes on: its
     // idle state, if any, left the idle count as it unwound, and `take` set
@@ -160,7 +160,8 @@ fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, se
     }
 }
 
-/// A worker thread's pool, for a scope that waits on that thread.
+/// A worker thread's pool, for a scope that waits on that thread and for
+/// wakes on that thread.
 struct Helper<B: PoolBehavior> {
     pool: Arc<Pool<B>>,
     local: Rc<WorkerLocal>,
@@ -183,6 +184,16 @@ const HELP_STACK_BUDGET: usize = 3 << 20;
 fn stack_address() -> usize {
     let marker = 0u8;
     std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl<B: PoolBehavior> crate::task::WorkerPool for Helper<B> {
+    fn address(&self) -> *const () {
+        Arc::as_ptr(&self.pool).cast()
+    }
+
+    fn reschedule(&self, task: RunningTask) {
+        crate::task::Schedule::reschedule(&*self.pool, task);
+    }
 }
 
 impl<B: PoolBehavior> Help for Helper<B> {

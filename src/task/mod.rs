@@ -67,7 +67,8 @@
 //!   unwinds through the state machine or the close accounting.
 
 use std::cell::RefCell;
-use std::sync::{Arc, Weak};
+use std::rc::Rc;
+use std::sync::Weak;
 
 mod cell;
 mod join;
@@ -89,17 +90,26 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn release_counted(&self);
 }
 
+/// A worker thread's own handle on its pool, through which wakes on that
+/// thread reschedule (see [`enter_worker`]). It borrows the worker's
+/// reference to the pool rather than holding one more.
+pub(crate) trait WorkerPool {
+    /// The pool's address, to tell it from other pools.
+    fn address(&self) -> *const ();
+    /// As [`Schedule::reschedule`].
+    fn reschedule(&self, task: RunningTask);
+}
+
 thread_local! {
-    /// The pool whose worker thread this is, if it is one (see
-    /// [`enter_worker`]).
-    static WORKER_SCHEDULER: RefCell<Option<Arc<dyn Schedule>>> = const { RefCell::new(None) };
+    /// The pool whose worker thread this is, if it is one.
+    static WORKER_POOL: RefCell<Option<Rc<dyn WorkerPool>>> = const { RefCell::new(None) };
 }
 
 /// Marks this thread as a worker of `pool` until the guard drops: its
 /// wakes reschedule through `pool` rather than by upgrading the task's
-/// `Weak`.
-pub(crate) fn enter_worker(pool: Arc<dyn Schedule>) -> impl Drop {
-    crate::steal::set_until_drop(&WORKER_SCHEDULER, pool)
+/// `Weak` (two read-modify-writes on the one count all its tasks share).
+pub(crate) fn enter_worker(pool: Rc<dyn WorkerPool>) -> impl Drop {
+    crate::steal::set_until_drop(&WORKER_POOL, pool)
 }
 
 /// Reschedules `task` through the calling worker's pool if that is
@@ -109,9 +119,9 @@ fn with_worker_scheduler(
     task: RunningTask,
 ) -> Result<(), RunningTask> {
     let mut task = Some(task);
-    let _ = WORKER_SCHEDULER.try_with(|current| {
+    let _ = WORKER_POOL.try_with(|current| {
         if let Some(pool) = current.borrow().as_ref() {
-            if std::ptr::addr_eq(Arc::as_ptr(pool), scheduler.as_ptr()) {
+            if std::ptr::addr_eq(pool.address(), scheduler.as_ptr()) {
                 pool.reschedule(task.take().expect("rescheduled once"));
             }
         }
