@@ -9,17 +9,19 @@
 //! * **young**: the slot holds a task seen for less than the delay, or just
 //!   filled for the first time since an empty look: search again, to age it
 //!   (the idle search yields between rounds);
-//! * **moving**: the slot was filled at least twice since the last look, or
-//!   once while it held another task then (its worker came back for a task
-//!   and filled the slot again), now or at a look within the last
-//!   [`QUIET`]: its worker keeps coming back, so waiting is enough; watch
-//!   (a timed wait of [`WATCH_PERIOD`]) instead of sleeping (two looks
-//!   microseconds apart often see no fill between them, and sleeping then
-//!   would cost the next fill of a chain a wake-up);
+//! * **moving**: the slot is seen *cycling*: filled at least twice since
+//!   the last look, or once while it held another task then (its worker
+//!   came back for a task and filled the slot again), or once at each of
+//!   two looks within [`QUIET`] (a chain slower than a look); now or at a
+//!   look within the last [`QUIET`]. Its worker keeps coming back, so
+//!   waiting is enough: watch (a timed wait of [`WATCH_PERIOD`]) instead of
+//!   sleeping. (Two looks microseconds apart often see no fill between
+//!   them, and a chain whose next fill finds the others asleep pays a
+//!   wake-up on every hop.)
 //! * **quiet**: no slot holds a task, and none was seen cycling for
 //!   [`QUIET`]: nothing keeps the worker from sleeping. (A single fill that
-//!   its worker took back is quiet: a sparse spawn must not keep the other
-//!   workers watching.)
+//!   its worker took back is quiet: a sparse spawn, one a millisecond, must
+//!   not keep the other workers watching.)
 //!
 //! A full slot never reads quiet, which is what `lifo`'s argument needs.
 //! The looks are plain loads; their freshness comes from the fences of the
@@ -44,11 +46,12 @@ pub(crate) const STEAL_DELAY: Duration = Duration::ZERO;
 /// slack, 50 µs by default, to a timed wait).
 pub(crate) const WATCH_PERIOD: Duration = Duration::from_micros(50);
 
-/// How long after it last saw a slot cycling a worker goes on watching it:
-/// longer than the few microseconds between two looks of one search, so
-/// that a chain reads as moving at both.
+/// How long after it last saw a slot cycling a worker goes on watching it,
+/// and how close two single fills must be to count as cycling: longer than
+/// a watch period with its timer slack (about 100 µs), so that a chain
+/// reads as moving at every look of a watching worker.
 #[cfg(not(loom))]
-pub(crate) const QUIET: Duration = Duration::from_micros(50);
+pub(crate) const QUIET: Duration = Duration::from_micros(200);
 /// Under loom any time may pass between two looks.
 #[cfg(loom)]
 pub(crate) const QUIET: Duration = Duration::ZERO;
@@ -70,8 +73,10 @@ struct Memory {
     seen: Seen,
     /// When the slot was first seen as `seen`.
     since: Instant,
-    /// When a look last found it filled since the look before.
+    /// When a look last found it cycling.
     filled: Option<Instant>,
+    /// When a look last found exactly one fill since the look before.
+    single: Option<Instant>,
 }
 
 /// One idle worker's memory of the other workers' slots.
@@ -89,6 +94,7 @@ impl Observer {
             seen: Seen::EMPTY,
             since: now,
             filled: None,
+            single: None,
         };
         Observer {
             me,
@@ -120,7 +126,14 @@ impl Observer {
                 }
             } else {
                 let fills = look.fills_since(memory.seen);
-                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full());
+                let close_single = fills == 1
+                    && memory
+                        .single
+                        .is_some_and(|at| now.duration_since(at) < QUIET);
+                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full()) || close_single;
+                if fills == 1 {
+                    memory.single = Some(now);
+                }
                 if moving {
                     memory.filled = Some(now);
                 }
@@ -225,6 +238,23 @@ mod test {
         // A sparse spawn: its worker came back; nothing to watch.
         let soon = t0 + QUIET / 10;
         assert_eq!(observer.observe_at(&slots, soon), Verdict::Quiet);
+    }
+
+    #[test]
+    fn a_slow_chain_is_watched_from_its_second_hop() {
+        let (observer, slots, t0) = pool();
+        let hop = QUIET / 4;
+        slots[0].fill(1).unwrap();
+        slots[0].take().unwrap();
+        assert_eq!(observer.observe_at(&slots, t0), Verdict::Quiet);
+        slots[0].fill(2).unwrap();
+        slots[0].take().unwrap();
+        assert_eq!(observer.observe_at(&slots, t0 + hop), Verdict::Moving);
+        // Sparse: the next single fill comes long after.
+        slots[0].fill(3).unwrap();
+        slots[0].take().unwrap();
+        let later = t0 + hop + QUIET * 5;
+        assert_eq!(observer.observe_at(&slots, later), Verdict::Quiet);
     }
 
     #[test]
