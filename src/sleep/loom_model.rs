@@ -8,7 +8,13 @@
 //!   one sleeper, and termination wakes whoever is left;
 //! * `a_second_job_is_handed_on`: a worker that found a job while being the
 //!   last awake idle one wakes a sleeper for the rest, judging "the rest" by
-//!   the channel (not its bit, which outlives the last job).
+//!   the channel (not its bit, which outlives the last job);
+//! * `a_clearers_second_look_announces`: from the racing state (a busy
+//!   worker cleared the bit while two jobs were posted by posters that saw
+//!   it set, and an idle worker is leaving idle with a job of its own), the
+//!   clearer's second look takes one job and announces it (mark and
+//!   `new_jobs`, as `Pool::take` does), so the sleeper is woken for the
+//!   other; with a plain `set` instead, the model deadlocks.
 //!
 //! What the models cannot show: the final status check guards against the
 //! JEC wrapping around to the value a sleepy worker remembered (2^32
@@ -18,7 +24,7 @@
 
 use super::*;
 use crate::status::{Bit, Status};
-use crate::sync::{AtomicBool, AtomicUsize};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Condvar, Mutex};
 use loom::sync::Arc;
 
 struct World {
@@ -28,6 +34,8 @@ struct World {
     jobs: AtomicUsize,
     /// The pool's TERMINATED phase.
     done: AtomicBool,
+    taken: Mutex<usize>,
+    taken_changed: Condvar,
 }
 
 impl World {
@@ -37,6 +45,8 @@ impl World {
             status: Status::new(1),
             jobs: AtomicUsize::new(0),
             done: AtomicBool::new(false),
+            taken: Mutex::new(0),
+            taken_changed: Condvar::new(),
         })
     }
 
@@ -63,6 +73,17 @@ impl World {
         self.sleep.new_jobs(1)
     }
 
+    /// `Pool::take`'s second look, after clearing the bit: a job found
+    /// then is announced.
+    fn second_look(&self) -> bool {
+        if self.take() {
+            self.status.mark(Bit::new(0));
+            self.sleep.new_jobs(1);
+            return true;
+        }
+        false
+    }
+
     /// A worker's idle loop, as `pool::worker` and `Pool::take` run it:
     /// look into the channel only if its bit is set; on finding it empty,
     /// clear and look again. Returns `true` if it took a job, `false` if it
@@ -74,12 +95,13 @@ impl World {
             if self.status.is_set(bit) {
                 if self.take() {
                     self.sleep.work_found(idle, || self.work_remains());
+                    self.took();
                     return true;
                 }
                 self.status.clear(bit);
-                if self.take() {
-                    self.status.set(bit);
+                if self.second_look() {
                     self.sleep.work_found(idle, || self.work_remains());
+                    self.took();
                     return true;
                 }
             }
@@ -97,6 +119,21 @@ impl World {
     /// check is).
     fn work_remains(&self) -> bool {
         self.status.is_set(Bit::new(0)) && self.jobs.load(Ordering::Acquire) > 0
+    }
+
+    /// Counts a job taken, for a poster that waits for them.
+    fn took(&self) {
+        *lock(&self.taken) += 1;
+        self.taken_changed.notify_all();
+    }
+
+    /// Blocks until `n` jobs were taken (a job left with every worker
+    /// asleep leaves it blocked, which loom reports as a deadlock).
+    fn wait_taken(&self, n: usize) {
+        let mut taken = lock(&self.taken);
+        while *taken < n {
+            taken = self.taken_changed.wait(taken).unwrap();
+        }
     }
 
     fn terminate(&self) {
@@ -162,5 +199,37 @@ fn a_second_job_is_handed_on() {
         for worker in workers {
             assert!(worker.join().unwrap(), "a job was not taken");
         }
+    });
+}
+
+/// See the module doc. The racing state: two jobs queued, their bit clear
+/// (worker 0 cleared it after their posters saw it set), worker 1 idle with
+/// a job of its own in hand, worker 2 searching (it will sleep: the bit is
+/// clear). Worker 0 takes one job on its second look and then stays busy
+/// with it; worker 1 leaves idle; the other job must reach worker 2.
+#[test]
+fn a_clearers_second_look_announces() {
+    loom::model(|| {
+        let world = World::new(3);
+        world.jobs.store(2, Ordering::SeqCst);
+        // Worker 1 counts as idle from the start (it searched and found).
+        let leaving = world.sleep.start_looking(1);
+        let clearer = {
+            let world = world.clone();
+            loom::thread::spawn(move || {
+                if world.second_look() {
+                    world.took();
+                }
+            })
+        };
+        let sleeper = {
+            let world = world.clone();
+            loom::thread::spawn(move || world.work(2))
+        };
+        world.sleep.work_found(leaving, || world.work_remains());
+        world.wait_taken(2);
+        world.terminate();
+        clearer.join().unwrap();
+        sleeper.join().unwrap();
     });
 }
