@@ -5,6 +5,8 @@
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
 //! Threads:   `SMARTPOOL_BENCH_THREADS=4` (default 2)
 //! Some rows: `SMARTPOOL_BENCH_ROWS=W4,W9` (default all)
+//! Some peers: `SMARTPOOL_BENCH_PEERS=tokio,smartpool` (default all; ratios
+//! need tokio)
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -43,6 +45,8 @@ struct Sizes {
     quick: bool,
     /// Rows to run (`W1`..`W9`); all when empty.
     rows: Vec<String>,
+    /// Peers to run, by name; all when empty.
+    peers: Vec<String>,
     threads: usize,
     spawn: usize,
     yield_tasks: usize,
@@ -60,6 +64,10 @@ impl Sizes {
         self.rows.is_empty() || self.rows.iter().any(|r| r == row)
     }
 
+    fn wants_peer(&self, peer: &str) -> bool {
+        self.peers.is_empty() || self.peers.iter().any(|p| p.eq_ignore_ascii_case(peer))
+    }
+
     fn from_env() -> Sizes {
         let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
         let threads = std::env::var("SMARTPOOL_BENCH_THREADS")
@@ -70,9 +78,13 @@ impl Sizes {
         let rows = std::env::var("SMARTPOOL_BENCH_ROWS")
             .map(|r| r.split(',').map(|s| s.trim().to_uppercase()).collect())
             .unwrap_or_default();
+        let peers = std::env::var("SMARTPOOL_BENCH_PEERS")
+            .map(|p| p.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default();
         Sizes {
             quick,
             rows,
+            peers,
             threads,
             spawn: pick(1_000_000, 10_000),
             yield_tasks: pick(1_000, 50),
@@ -143,7 +155,10 @@ fn bench_row<P: Peer>(
     z: &Sizes,
     samples: &mut Samples,
 ) {
-    if (row.needs_futures() && !P::FUTURES) || !z.wants(&format!("{row:?}")) {
+    if (row.needs_futures() && !P::FUTURES)
+        || !z.wants(&format!("{row:?}"))
+        || !z.wants_peer(P::NAME)
+    {
         return;
     }
     let peer = P::start(z.threads);
@@ -180,7 +195,7 @@ struct Latency {
 }
 
 fn latency_rows<P: Peer>(z: &Sizes, out: &mut Latency) {
-    if !["W6", "W7", "W8", "W9"].iter().any(|r| z.wants(r)) {
+    if !["W6", "W7", "W8", "W9"].iter().any(|r| z.wants(r)) || !z.wants_peer(P::NAME) {
         return;
     }
     eprintln!("latency and cost rows: {}", P::NAME);
