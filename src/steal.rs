@@ -7,9 +7,28 @@
 //! plus the rules for using these: a task submitted on a worker thread of the
 //! same pool goes to that worker's local deque (no shared write, and it is
 //! likely hot in that core's cache); from anywhere else, or while the worker
-//! moves its LIFO slot's task out (see `lifo`), it goes to the injector. A worker pops its own deque first, then takes a batch from the
-//! injector, then steals a batch from the other workers, starting with its
-//! right-hand neighbour so that thieves spread out.
+//! moves its LIFO slot's task out (see `lifo`), it goes to the injector. A
+//! worker pops its own deque first, then takes a batch from the injector,
+//! then steals a batch from the other workers, starting with its right-hand
+//! neighbour so that thieves spread out.
+//!
+//! The injector is a `VecDeque` behind a mutex, with its length mirrored in
+//! an atomic so that a look at an empty injector takes no lock. It is not
+//! crossbeam's lock-free `Injector` because of what that one allocates: a
+//! ~1.5 KiB block of slots, on the pushing thread, every 63 pushes. glibc
+//! serves that as a large-bin request, and a large-bin request first
+//! consolidates every fastbin chunk freed since the last one. Workers
+//! freeing the small task cells an outside thread allocated fill the
+//! fastbins, so every 63rd outside submission paid for consolidating them
+//! all: ~200 µs in the submitting thread, at a period of exactly 63
+//! submissions, which was the whole of the suite's W7 tail (BENCHMARKS.md).
+//! A `VecDeque` keeps its capacity: a queue in steady use allocates nothing
+//! (a drained queue gives back a buffer grown past [`KEEP_CAPACITY`], so
+//! that a burst does not pin its memory for good).
+//! (concurrent-queue's smaller blocks avoid the consolidation but pop one
+//! slot at a time, yielding the thread when the pusher has claimed a slot
+//! and not yet written it: W1 measured 2.5× slower.) A push holds the lock
+//! for one `push_back`; a batch for at most [`MAX_BATCH`] moves.
 //!
 //! Invariant: every task in a deque or the injector was put there by a push
 //! that marked the channel's status bit afterwards (see `status`). A batch
@@ -18,16 +37,29 @@
 //! appear in the destination), so a worker that looked then may clear the
 //! bit: the thief therefore announces the move as a push (marks the bit, and
 //! lets the sleep protocol wake a helper if no idle worker will find the
-//! rest). `pop` returns `None` only after finding every source empty
-//! (crossbeam's transient `Retry` makes it go round again); a task in flight
-//! during that look is covered by the announcement that follows its move.
+//! rest). (A batch from the injector moves under its lock, but the moved
+//! tasks are still invisible to others until the thief's deque shows them,
+//! so the same announcement covers it.) `pop` returns `None` only after
+//! finding every source empty (crossbeam's transient `Retry` between
+//! deques makes it go round again); a task in flight during that look is
+//! covered by the announcement that follows its move. The injector's
+//! mirrored length is written under its lock after every change; it can
+//! read 0 while the queue holds a task only between a pusher's `push_back`
+//! and its store, before that pusher's status fence. So a look at it after
+//! a worker's fence sees every push whose pusher fenced first (fence to
+//! fence, see `status`).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 use std::thread::LocalKey;
 
-use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use std::collections::VecDeque;
+// Plain std, as crossbeam's deques: no loom model runs a `WorkQueue`.
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crossbeam_deque::{Steal, Stealer, Worker};
 
 use crate::channel::ChannelLink;
 use crate::lifo::watch::Observer;
@@ -218,7 +250,75 @@ impl fmt::Debug for WorkerContext<'_> {
 /// [`VecDequeChannel`](crate::VecDequeChannel), usable in channels of your
 /// own.
 pub struct WorkQueue {
-    injector: Injector<RunningTask>,
+    injector: Injector,
+}
+
+/// The most tasks one batch takes from the injector (about crossbeam's,
+/// which takes up to 33): half of what is queued, up to this many, so that
+/// the other workers find the rest there rather than in one worker's deque.
+const MAX_BATCH: usize = 32;
+
+/// The capacity (in tasks) a drained injector keeps: 16 KiB of buffer.
+/// Past it, draining the queue frees the buffer.
+const KEEP_CAPACITY: usize = 1024;
+
+/// Tasks submitted from outside the pool, first in, first out (see the
+/// module doc for why a lock).
+struct Injector {
+    queue: Mutex<VecDeque<RunningTask>>,
+    /// The queue's length, written under the lock after every change.
+    len: AtomicUsize,
+}
+
+impl Injector {
+    fn new() -> Injector {
+        Injector {
+            queue: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<RunningTask>> {
+        // No user code runs under the lock, and the queue is consistent
+        // after every operation: a poisoned lock breaks nothing.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, task: RunningTask) {
+        let mut queue = self.lock();
+        queue.push_back(task);
+        self.len.store(queue.len(), Ordering::Relaxed);
+    }
+
+    /// Takes the oldest task and, into `local`, up to half of the rest (at
+    /// most [`MAX_BATCH`] in all).
+    fn steal(&self, local: Option<&Worker<RunningTask>>) -> Option<RunningTask> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut queue = self.lock();
+        let first = queue.pop_front();
+        if let Some(local) = local {
+            let more = (queue.len() / 2).min(MAX_BATCH - 1);
+            for task in queue.drain(..more) {
+                local.push(task);
+            }
+        }
+        self.len.store(queue.len(), Ordering::Relaxed);
+        if queue.is_empty() && queue.capacity() > KEEP_CAPACITY {
+            // A free, not an allocation: the next push starts small again.
+            *queue = VecDeque::new();
+        }
+        first
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
 }
 
 impl WorkQueue {
@@ -250,14 +350,8 @@ impl WorkQueue {
         let me = worker.local.map_or(0, |l| l.index);
         loop {
             let mut retry = false;
-            let from_injector = match local {
-                Some(local) => self.injector.steal_batch_and_pop(local),
-                None => self.injector.steal(),
-            };
-            match from_injector {
-                Steal::Success(task) => return Some(moved(task, local, link)),
-                Steal::Retry => retry = true,
-                Steal::Empty => {}
+            if let Some(task) = self.injector.steal(local) {
+                return Some(moved(task, local, link));
             }
             for k in 1..=workers {
                 let victim = (me + k) % workers;
