@@ -12,7 +12,7 @@ use futures::task::{waker_ref, ArcWake, AtomicWaker};
 use super::join::{JoinError, JoinHandle, JoinTarget};
 use super::state::{Park, State, Wake as WakeOutcome};
 use super::Schedule;
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
@@ -49,6 +49,17 @@ impl Drop for Header {
 }
 
 impl Header {
+    /// Clears the close-accounting flag; returns whether it was set. Only
+    /// the party responsible for the task writes the flag (we are it), so a
+    /// load then a store loses no write, and most tasks skip the store.
+    fn take_counted(&self) -> bool {
+        let counted = self.counted.load(Ordering::Relaxed);
+        if counted {
+            self.counted.store(false, Ordering::Relaxed);
+        }
+        counted
+    }
+
     /// Hands a claimed task to its pool, or drops it if the pool is gone.
     /// On a worker thread of that pool, through the worker's own handle:
     /// upgrading the `Weak` is two read-modify-writes on the one reference
@@ -79,9 +90,24 @@ pub(super) enum Stage<F: Future> {
 /// while still counted drops its future before `Header::drop` releases the
 /// count, and close never resolves before that destructor ran.
 pub(super) struct TaskCell<F: Future> {
-    /// Accessed only through [`TaskCell::with_stage`].
-    stage: Mutex<Stage<F>>,
+    /// Accessed only through [`TaskCell::with_stage`], by the party the
+    /// state word makes responsible for it (see the module doc).
+    stage: UnsafeCell<Stage<F>>,
     pub(super) header: Header,
+}
+
+// SAFETY: the only state not already `Sync` is the stage, and it is touched
+// by one party at a time, in an order the state word's acquire/release
+// transitions make happen-before one another: the poller (`RUNNING`, or
+// `RUNNING+SCHEDULED` once woken) or the token's holder cancelling
+// (`SCHEDULED`), then the joiner once `COMPLETE`, then whoever frees the
+// cell (exclusive, by `Arc`). The future and its output are `Send`, so that
+// party may be on any thread (as `Mutex<T>: Sync` needs only `T: Send`).
+unsafe impl<F> Sync for TaskCell<F>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
 }
 
 /// What running a task came to.
@@ -183,7 +209,7 @@ where
     F::Output: Send + 'static,
 {
     let cell = Arc::new(TaskCell {
-        stage: Mutex::new(Stage::Running(future)),
+        stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
             state: State::new_scheduled(),
             from: AtomicUsize::new(0),
@@ -198,12 +224,19 @@ where
 }
 
 impl<F: Future> TaskCell<F> {
-    /// Calls `f` with the stage. Only the party the state word makes
-    /// responsible calls it (the token's holder polling or cancelling, the
-    /// joiner once `COMPLETE`; see the module doc), so the lock is never
-    /// contended: it keeps that exclusivity checked rather than asserted.
-    pub(super) fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
-        f(&mut lock(&self.stage))
+    /// Calls `f` with the stage.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the party responsible for the stage (see the
+    /// module doc): the poller, which consumed the token in `start_running`
+    /// (the state is `RUNNING`, or `RUNNING+SCHEDULED` if woken since), the
+    /// token's holder cancelling it (`SCHEDULED`), or the joiner, having
+    /// seen `COMPLETE`. Then no other party touches the stage until the
+    /// caller's next state transition, which follows this call.
+    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
+        // SAFETY: exclusive access, by the caller's contract.
+        self.stage.with_mut(|stage| f(unsafe { &mut *stage }))
     }
 
     /// Replaces the stage, catching a panic from dropping the old one.
@@ -263,7 +296,7 @@ where
         // waker clones it, which counts.
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
-        let polled = self.with_stage(|stage| {
+        let poll = |stage: &mut Stage<F>| {
             let Stage::Running(future) = stage else {
                 unreachable!("a scheduled task holds its future");
             };
@@ -273,7 +306,11 @@ where
             // the cell. So it stays pinned.
             let future = unsafe { Pin::new_unchecked(future) };
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
-        });
+        };
+        // SAFETY: (the `with_stage` contract) we consumed the token and made
+        // the state `RUNNING` above; we give the stage up only in the
+        // transitions below, after this call.
+        let polled = unsafe { self.with_stage(poll) };
         let output = match polled {
             Ok(Poll::Pending) => {
                 return match self.header.state.end_poll_pending() {
@@ -291,20 +328,27 @@ where
                 Err(error)
             }
         };
-        self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output)));
-        let counted = self.header.counted.swap(false, Ordering::Relaxed);
+        // SAFETY: (the `with_stage` contract) still the poller (`RUNNING` or
+        // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
+        // joiner.
+        unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
+        let counted = self.header.take_counted();
         self.complete();
         drop_reference(self);
         RunOutcome::Completed { counted }
     }
 
     fn cancel(&self) {
-        self.with_stage(|stage| {
-            Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
-        });
+        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
+        // the token, in `SCHEDULED`; `complete` hands the stage on.
+        unsafe {
+            self.with_stage(|stage| {
+                Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
+            })
+        };
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
-        if self.header.counted.swap(false, Ordering::Relaxed) {
+        if self.header.take_counted() {
             if let Some(pool) = self.header.scheduler.upgrade() {
                 pool.release_counted();
             }

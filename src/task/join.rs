@@ -15,7 +15,13 @@ use crate::sync::Ordering;
 pub(super) trait JoinTarget<T>: Send + Sync {
     fn is_complete(&self) -> bool;
     fn register(&self, cx: &Context<'_>);
-    fn take_output(&self) -> Result<T, JoinError>;
+    /// Takes the output.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the task's one `JoinHandle`, has seen `is_complete()`
+    /// return `true`, and calls this once.
+    unsafe fn take_output(&self) -> Result<T, JoinError>;
     /// The handle is gone: nobody will await the task.
     fn detach(&self);
 }
@@ -37,9 +43,10 @@ where
         self.header.joined.store(false, Ordering::Relaxed);
     }
 
-    fn take_output(&self) -> Result<F::Output, JoinError> {
-        // Called only after `is_complete`: the worker released the stage.
-        let stage = self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed));
+    unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
+        // SAFETY: (the `with_stage` contract) by this fn's contract we are
+        // the joiner, and saw `COMPLETE`.
+        let stage = unsafe { self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed)) };
         match stage {
             Stage::Finished(output) => output,
             Stage::Running(_) | Stage::Consumed => {
@@ -106,7 +113,9 @@ impl<T> Future for JoinHandle<T> {
                         return Poll::Pending;
                     }
                 }
-                task.take_output()
+                // SAFETY: `is_complete()` returned true just above, and the
+                // handle becomes `Done` below: this is the one take.
+                unsafe { task.take_output() }
             }
             Handle::Rejected => Err(JoinError::cancelled()),
             Handle::Done => panic!("JoinHandle polled after it returned"),

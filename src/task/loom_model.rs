@@ -4,7 +4,7 @@
 //! task at most once per wake and never lose one (the task completes once
 //! every waker's data is published, without further wakes); the future is
 //! dropped exactly once; the joiner gets the output; a dropped token cancels;
-//! the stage passes between pollers and to the joiner in order.
+//! the unlocked stage passes between pollers and to the joiner in order.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -184,9 +184,9 @@ fn dropped_token_cancels_once() {
 }
 
 /// The task is polled first here, then woken, polled to completion on
-/// another thread, and joined here again: the stage passes to the second
-/// poller through the wake and the queue, and back to the joiner, who waits
-/// on `COMPLETE` alone.
+/// another thread, and joined here again: the stage (an unlocked cell,
+/// checked by loom) passes to the second poller through the wake and the
+/// queue, and back to the joiner through `COMPLETE` alone.
 #[test]
 fn stage_passes_between_threads() {
     loom::model(|| {

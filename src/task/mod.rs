@@ -19,35 +19,38 @@
 //!
 //! # States (see `state`)
 //!
-//! | state           | responsible party                              |
-//! |-----------------|------------------------------------------------|
-//! | `IDLE`          | nobody: parked, waiting for a wake-up          |
-//! | `SCHEDULED`     | the token's holder (a queue, a followup call)  |
-//! | `RUNNING`       | the worker polling it                          |
-//! | `RUNNING+WOKEN` | the same worker, who must re-queue it          |
-//! | `COMPLETE`      | nobody: the future is gone                     |
+//! | state               | responsible party                              |
+//! |---------------------|------------------------------------------------|
+//! | `IDLE`              | nobody: parked, waiting for a wake-up          |
+//! | `SCHEDULED`         | the token's holder (a queue, a followup call)  |
+//! | `RUNNING`           | the worker polling it                          |
+//! | `RUNNING+SCHEDULED` | the same worker, woken meanwhile: it re-queues |
+//! | `COMPLETE`          | nobody: the future is gone                     |
 //!
 //! Transitions, each one atomic read-modify-write:
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
 //! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed);
-//! * poll returned `Pending`: `RUNNING → IDLE` (responsibility given up), or,
-//!   if a wake came during the poll, `RUNNING+WOKEN → SCHEDULED` and the
-//!   worker re-creates the token and hands it to followup: no recursion, so a
-//!   future that wakes itself a million times completes;
+//! * poll returned `Pending`: one subtraction of `RUNNING` takes `RUNNING →
+//!   IDLE` (responsibility given up), or, if a wake came during the poll,
+//!   `RUNNING+SCHEDULED → SCHEDULED`, and the worker re-creates the token and
+//!   hands it to followup: no recursion, so a future that wakes itself a
+//!   million times completes;
 //! * wake: `IDLE → SCHEDULED` (the waker now holds responsibility: it makes
 //!   the token and hands it to the behavior's followup), `RUNNING →
-//!   RUNNING+WOKEN`; in any other state a wake changes nothing;
+//!   RUNNING+SCHEDULED`; in any other state a wake changes nothing;
 //! * poll returned `Ready` or panicked, or the token was dropped:
 //!   `→ COMPLETE`, then the joiner is woken.
 //!
 //! # Invariants
 //!
-//! * At most one token exists, and a token exists exactly in `SCHEDULED`: so
+//! * At most one token exists, and a token exists exactly while the word is
+//!   `SCHEDULED` alone (not `RUNNING+SCHEDULED`, where the poller holds the
+//!   task and makes the token when the poll ends): so
 //!   one thread at a time polls the task, and it is queued at most once.
 //! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
 //!   it; one that finds it `RUNNING` makes the worker re-queue it; one that
-//!   finds it `SCHEDULED` or `RUNNING+WOKEN` (a poll is still to come) writes
+//!   finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still to come) writes
 //!   the state back unchanged, a read-modify-write that publishes the waker's
 //!   memory to that coming poll, whose own transition acquires it. Without
 //!   that write, a waker's store and the poller's read could miss each other
@@ -55,11 +58,12 @@
 //! * The stage is touched only by the token holder (poll, cancel), after
 //!   `COMPLETE` by the joiner, and by whoever drops the last `Arc` (the cell
 //!   is freed with what the stage holds), each handing it on by a state
-//!   transition that orders their accesses: the mutex around it is never
-//!   contended and keeps that exclusivity checked by the compiler rather
-//!   than asserted by `unsafe`. (An `UnsafeCell` in its place made the
-//!   suite's W3 faster but W7's urgent p99 reproducibly 15× worse, for a
-//!   reason not found yet: see BENCHMARKS.md.)
+//!   transition that orders their accesses. So it needs no lock: it is an
+//!   `UnsafeCell`, accessed through one `unsafe fn` whose contract is this
+//!   rule (a mutex here cost two atomic operations a poll: W3 57 → 48 ns
+//!   a yield without it, BENCHMARKS.md). Under loom the cell is loom's,
+//!   which reports two accesses through it that the transitions do not
+//!   order (not the free by the last `Arc`, which loom does not see).
 //! * The task is freed when the last `Arc` goes, exactly once, by `Arc`. A
 //!   task freed while still counted towards close releases its count then.
 //! * User code run on the pool's behalf (poll, the future's and the

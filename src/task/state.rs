@@ -5,14 +5,15 @@ use crate::sync::{AtomicUsize, Ordering};
 
 /// Parked: nobody is responsible until a wake claims it.
 const IDLE: usize = 0;
-/// A token exists; the task is queued or about to be run.
-const SCHEDULED: usize = 1;
 /// A worker is polling it.
-const RUNNING: usize = 2;
-/// Woken while running: with `RUNNING` only.
-const WOKEN: usize = 4;
+const RUNNING: usize = 1;
+/// Alone: a token exists, the task is queued or about to be run. With `RUNNING`,
+/// it was woken during its poll, and the poller will re-queue it (the
+/// "woken" state of the module doc). One bit for both, so that ending a
+/// poll is one subtraction of `RUNNING` (see `end_poll_pending`).
+const SCHEDULED: usize = 2;
 /// Finished or cancelled; the future is gone. Final.
-const COMPLETE: usize = 8;
+const COMPLETE: usize = 4;
 
 /// What a wake did.
 #[must_use]
@@ -32,7 +33,7 @@ pub(crate) enum Wake {
 pub(crate) enum Park {
     /// `RUNNING → IDLE`: responsibility given up.
     Parked,
-    /// `RUNNING+WOKEN → SCHEDULED`: woken during the poll; re-queue it.
+    /// `RUNNING+SCHEDULED → SCHEDULED`: woken during the poll; re-queue it.
     Requeue,
 }
 
@@ -51,9 +52,9 @@ impl State {
         loop {
             let (next, outcome) = match current {
                 IDLE => (SCHEDULED, Wake::Claimed),
-                RUNNING => (RUNNING | WOKEN, Wake::Pending),
+                RUNNING => (RUNNING | SCHEDULED, Wake::Pending),
                 COMPLETE => return Wake::Complete,
-                // SCHEDULED or RUNNING+WOKEN: write it back unchanged to
+                // SCHEDULED or RUNNING+SCHEDULED: write it back unchanged to
                 // publish our memory to the coming poll (see the module doc).
                 same => (same, Wake::Pending),
             };
@@ -74,20 +75,20 @@ impl State {
         debug_assert_eq!(old, SCHEDULED, "only a scheduled task is run");
     }
 
-    /// The poll returned `Pending`.
+    /// The poll returned `Pending`: one read-modify-write either way, since
+    /// only wakers write concurrently and they only add `SCHEDULED` (or
+    /// write the word back unchanged). `RUNNING → IDLE` gives responsibility
+    /// up; `RUNNING+SCHEDULED → SCHEDULED` keeps it for the re-queue.
+    /// Acquire pairs with the release of every wake during the poll (their
+    /// writes are earlier in the word's modification order); release
+    /// publishes the poll to the waker that will claim the parked task.
     pub(crate) fn end_poll_pending(&self) -> Park {
-        match self
-            .0
-            .compare_exchange(RUNNING, IDLE, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Park::Parked,
-            Err(actual) => {
-                debug_assert_eq!(actual, RUNNING | WOKEN);
-                // Only wakers write concurrently, and they write RUNNING+WOKEN
-                // back unchanged; the swap acquires their releases.
-                self.0.swap(SCHEDULED, Ordering::AcqRel);
-                Park::Requeue
-            }
+        let old = self.0.fetch_sub(RUNNING, Ordering::AcqRel);
+        debug_assert!(old == RUNNING || old == RUNNING | SCHEDULED);
+        if old & SCHEDULED == 0 {
+            Park::Parked
+        } else {
+            Park::Requeue
         }
     }
 
