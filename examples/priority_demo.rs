@@ -156,8 +156,6 @@ fn main() {
     row("one FIFO level", &fifo);
     println!(
         "\nWith a level of its own, a realtime task typically waits for the backlog task\n\
-         in progress to finish; in one FIFO queue it waits behind the whole backlog.\n\
-         (On a 2-core machine the tail is mostly this demo's submitting thread\n\
-         competing with the workers for the cores: see BENCHMARKS.md.)"
+         in progress to finish; in one FIFO queue it waits behind the whole backlog."
     );
 }
