@@ -49,15 +49,16 @@ impl Drop for Header {
 }
 
 impl Header {
-    /// Clears the close-accounting flag; returns whether it was set. Only
-    /// the party responsible for the task writes the flag (we are it), so a
-    /// load then a store loses no write, and most tasks skip the store.
-    fn take_counted(&self) -> bool {
-        let counted = self.counted.load(Ordering::Relaxed);
-        if counted {
-            self.counted.store(false, Ordering::Relaxed);
+    /// Sets whether the task counts towards close; returns the old value.
+    /// Only the party responsible for the task writes the flag (its caller),
+    /// so a load then a store cannot lose a write; and it is rarely a
+    /// change: no read-modify-write on every submission or completion.
+    fn swap_counted(&self, counted: bool) -> bool {
+        let old = self.counted.load(Ordering::Relaxed);
+        if old != counted {
+            self.counted.store(counted, Ordering::Relaxed);
         }
-        counted
+        old
     }
 
     /// Hands a claimed task to its pool, or drops it if the pool is gone.
@@ -166,15 +167,8 @@ impl RunningTask {
 
     /// Sets whether the task counts towards close; returns the old value.
     pub(crate) fn swap_counted(&self, counted: bool) -> bool {
-        let flag = &self.header().counted;
-        // Only the token's holder writes the flag (we are it), so a load
-        // then a store cannot lose a write; and it is rarely a change: no
-        // read-modify-write on every submission.
-        let old = flag.load(Ordering::Relaxed);
-        if old != counted {
-            flag.store(counted, Ordering::Relaxed);
-        }
-        old
+        // We hold the token: the responsible party.
+        self.header().swap_counted(counted)
     }
 
     /// Polls the task once. Catches a panic of the future.
@@ -332,7 +326,7 @@ where
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
-        let counted = self.header.take_counted();
+        let counted = self.header.swap_counted(false);
         self.complete();
         drop_reference(self);
         RunOutcome::Completed { counted }
@@ -348,7 +342,7 @@ where
         };
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
-        if self.header.take_counted() {
+        if self.header.swap_counted(false) {
             if let Some(pool) = self.header.scheduler.upgrade() {
                 pool.release_counted();
             }
