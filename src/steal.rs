@@ -30,6 +30,18 @@
 //! and not yet written it: W1 measured 2.5× slower.) A push holds the lock
 //! for one `push_back`; a batch for at most [`MAX_BATCH`] moves.
 //!
+//! # Fairness
+//!
+//! A worker serves its own deque first, and a task that yields or is woken
+//! on a worker goes back to that worker's deque: left at that, a yield loop
+//! (or two futures waking each other) would keep the deque non-empty for
+//! ever, and work submitted or woken from outside, which waits in the
+//! injector, would never run. So every [`FAIRNESS_INTERVAL`]th pop of a
+//! channel by one worker looks at the injector before the worker's deque
+//! (tokio looks at its global queue every 61 ticks). The bound: the task at
+//! the head of the injector is taken within that many pops of its channel
+//! by any one worker that keeps popping it, whatever those pops return.
+//!
 //! Invariant: every task in a deque or the injector was put there by a push
 //! that marked the channel's status bit afterwards (see `status`). A batch
 //! steal moves tasks into the thief's local deque, where they sit invisible
@@ -72,6 +84,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) pool_id: usize,
     pub(crate) index: usize,
     deques: Box<[Worker<RunningTask>]>,
+    /// Per channel: pops since this worker last looked at the injector
+    /// first (see the module doc's fairness).
+    pops: Box<[Cell<u32>]>,
     /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
     /// What this worker saw of the other workers' slots.
@@ -98,6 +113,7 @@ impl WorkerLocal {
                 pool_id,
                 index,
                 deques,
+                pops: (0..channels).map(|_| Cell::new(0)).collect(),
                 lifo: LifoSlot::default(),
                 observer: Observer::new(index, workers),
                 idle: Cell::new(false),
@@ -105,6 +121,16 @@ impl WorkerLocal {
             },
             stealers,
         )
+    }
+
+    /// Whether this pop of `channel` is the one in [`FAIRNESS_INTERVAL`]
+    /// that looks at the injector first; counts the pop.
+    fn injector_first(&self, channel: usize) -> bool {
+        let pops = &self.pops[channel];
+        let n = pops.get() + 1;
+        let turn = n >= FAIRNESS_INTERVAL;
+        pops.set(if turn { 0 } else { n });
+        turn
     }
 
     /// Empties the slot and every local deque (at exit), dropping what it
@@ -253,6 +279,10 @@ pub struct WorkQueue {
     injector: Injector,
 }
 
+/// Every this many pops of a channel, a worker looks at the channel's
+/// injector before its own deque (see the module doc): tokio's number.
+pub(crate) const FAIRNESS_INTERVAL: u32 = 61;
+
 /// The most tasks one batch takes from the injector (about crossbeam's,
 /// which takes up to 33): half of what is queued, up to this many, so that
 /// the other workers find the rest there rather than in one worker's deque.
@@ -338,10 +368,17 @@ impl WorkQueue {
     }
 
     /// Takes a task: local deque, then injector, then the other workers'
-    /// deques. `None` only if it found every source empty.
+    /// deques; every [`FAIRNESS_INTERVAL`]th pop by a worker, the injector
+    /// before the local deque (see the module doc). `None` only if it found
+    /// every source empty.
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
         let local = worker.local.map(|l| &l.deques[channel]);
+        if worker.local.is_some_and(|l| l.injector_first(channel)) {
+            if let Some(task) = self.injector.steal(local) {
+                return Some(moved(task, local, link));
+            }
+        }
         if let Some(task) = local.and_then(Worker::pop) {
             return Some(task);
         }

@@ -10,7 +10,11 @@ use crate::task::RunningTask;
 /// submission order. Tasks submitted from a worker thread (a task spawning
 /// another, a woken future re-queued) go to that worker's local queue, which
 /// it serves first and other workers steal from, as in tokio and rayon: order
-/// is first-in, first-out per submitting thread.
+/// is first-in, first-out per submitting thread. So that a worker's own
+/// tasks (a yield loop, futures waking each other) cannot keep outside work
+/// waiting for ever, every 61st pop of the channel by a worker takes from
+/// the shared queue first, as tokio does: a task submitted or woken from
+/// outside the pool waits at most 61 pops of its channel by each worker.
 ///
 /// In the pool's lowest level (or its only one), a task submitted from a
 /// worker thread whose LIFO slot is free runs next on that worker, ahead of
