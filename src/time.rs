@@ -62,15 +62,19 @@ impl TimeScheduler {
         }
     }
 
-    /// A future that completes after `delay`.
+    /// A future that completes after `delay`. A delay too long for the
+    /// clock (`Duration::MAX`) never completes: its deadline is clamped to
+    /// about 30 years from now, as tokio clamps far deadlines.
     pub fn after(&self, delay: Duration) -> Sleep {
-        self.at(Instant::now() + delay)
+        self.at(deadline_after(Instant::now(), delay))
     }
 
     /// A stream that yields `start`, `start + interval`, `start + 2 *
     /// interval`, ..., each at (not before) that instant. If the consumer
     /// falls behind, the missed instants come at once, in order (none is
-    /// skipped). `interval` must not be zero.
+    /// skipped). An instant the clock cannot represent (`Duration::MAX`)
+    /// is clamped as in [`TimeScheduler::after`]: the stream ticks at
+    /// `start` and then waits for ever. `interval` must not be zero.
     pub fn periodically(&self, start: Instant, interval: Duration) -> Periodic {
         assert!(
             !interval.is_zero(),
@@ -106,8 +110,19 @@ impl TimeScheduler {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.run_at(channel, Instant::now() + delay, future)
+        self.run_at(channel, deadline_after(Instant::now(), delay), future)
     }
+}
+
+/// How far ahead a deadline is clamped: about 30 years, as tokio's
+/// `far_future`. A timer set that far never fires in practice, and the
+/// clock can represent it on every platform.
+const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `from + delay`, clamped to `from` + [`FAR`] (so never an overflow).
+fn deadline_after(from: Instant, delay: Duration) -> Instant {
+    from.checked_add(delay.min(FAR))
+        .unwrap_or_else(|| from.checked_add(Duration::from_secs(86_400)).unwrap_or(from))
 }
 
 /// A future that completes at an instant. Made by [`TimeScheduler::at`] and
@@ -171,7 +186,7 @@ impl Stream for Periodic {
             Poll::Pending => Poll::Pending,
             Poll::Ready(()) => {
                 let tick = self.next;
-                self.next = tick + self.interval;
+                self.next = deadline_after(tick, self.interval);
                 let next = self.next;
                 self.sleep = Sleep {
                     until: next,

@@ -146,3 +146,28 @@ fn close_waits_for_a_timer_parked_complete_on_close_task() {
         assert!(block_on(dropped).unwrap_err().is_cancelled());
     }
 }
+
+/// A delay the clock cannot represent is a sleep that never completes
+/// (it used to panic on `Instant` overflow); tokio clamps the same way.
+#[test]
+fn duration_max_sleeps_for_ever_and_ticks_once() {
+    let time = TimeScheduler::new();
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+
+    let mut sleep = time.after(Duration::MAX);
+    assert!(sleep.deadline() > Instant::now() + Duration::from_secs(86_400 * 365));
+    assert!(Pin::new(&mut sleep).poll(&mut cx).is_pending());
+
+    let start = Instant::now();
+    let mut ticks = time.periodically(start, Duration::MAX);
+    assert_eq!(block_on(ticks.next()), Some(start), "the first tick is due");
+    assert!(ticks.poll_next_unpin(&mut cx).is_pending());
+
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let never = time.run_after(&owned.pool.low, Duration::MAX, async { 1 });
+    assert!(!never.is_finished());
+    // The low channel drops on close: the parked task is cancelled when
+    // its timer would fire, which is never; close does not wait for it.
+    block_on(owned.close());
+}
