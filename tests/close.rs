@@ -226,3 +226,62 @@ fn close_resolves_only_after_an_abandoned_tasks_destructor_ran() {
         "close resolved before the destructor ran"
     );
 }
+
+/// Dropping an `OwnedPool` inside a thread-local destructor closes it and
+/// waits (it used to abort the process: close went through
+/// `futures::executor::block_on`, whose own thread-local may be gone by
+/// then). Ported from tokio's `runtime_in_thread_local` (tests/rt_common.rs).
+#[test]
+fn dropping_an_owned_pool_in_a_thread_local_destructor_closes_it() {
+    use std::cell::RefCell;
+    thread_local! {
+        static POOL: RefCell<Option<OwnedPool<TwoLevels>>> = const { RefCell::new(None) };
+    }
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    std::thread::spawn(move || {
+        // Ours is registered before futures' executor thread-local, so
+        // destructors (run in reverse) destroy futures' first: the order the
+        // process aborted in.
+        POOL.with(|_| ());
+        block_on(async {});
+        let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+        let gate = Gate::new();
+        let g = gate.clone();
+        let _ = owned.pool.high.exec(run(move || {
+            g.wait();
+            r.fetch_add(1, Ordering::SeqCst);
+        }));
+        POOL.with(|p| *p.borrow_mut() = Some(owned));
+        gate.open();
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "the drop waited for the complete_on_close task"
+    );
+}
+
+/// Awaiting close on one of the pool's own workers would wait for itself:
+/// it panics, naming the misuse, and the close goes on.
+#[test]
+fn awaiting_close_on_its_own_worker_panics_instead_of_hanging() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    tx.send(owned).unwrap();
+    let inside = pool.low.exec(run(move || {
+        let owned = rx.recv().unwrap();
+        block_on(owned.close());
+    }));
+    let error = block_on(inside).unwrap_err();
+    assert!(error.is_panic(), "{error}");
+    assert!(
+        error.to_string().contains("own worker"),
+        "the message names the misuse: {error}"
+    );
+    assert!(pool.is_closing());
+    assert!(pool.high.try_exec(async {}).is_err());
+}

@@ -146,8 +146,15 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// Closing happens whether or not the future is awaited; dropping it
     /// just stops waiting. Tasks of other channels that are parked when the
     /// pool terminates are dropped when next woken (their wakers keep them).
-    /// Do not block on it from inside one of the pool's tasks: the pool
-    /// would wait for that task, and the task for the pool.
+    ///
+    /// # Panics
+    ///
+    /// Polling the returned future on one of the pool's own worker threads
+    /// (blocking on it, or awaiting it, inside one of the pool's tasks)
+    /// panics: the pool would wait for that task, and the task for the
+    /// pool. The close goes on all the same; the panic, caught like any
+    /// task's, ends the task. Drop the `OwnedPool` there instead, which
+    /// closes without waiting, or close from outside the pool.
     pub fn close(mut self) -> Close {
         self.pool.shared.begin_close();
         Close {
@@ -163,17 +170,22 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
             return; // closed already
         }
         self.pool.shared.begin_close();
-        let close = Close {
-            shared: self.pool.shared.clone(),
-            threads: std::mem::take(&mut self.threads),
-        };
+        let threads = std::mem::take(&mut self.threads);
         if steal::is_worker_of(self.pool.shared.id) {
             log::warn!(
                 "smartpool: OwnedPool dropped on its own worker thread; closing without waiting"
             );
             return;
         }
-        futures::executor::block_on(close);
+        // Waits by joining the workers rather than through `Close` and an
+        // executor: the last worker signals close only on its way out, so
+        // when every thread has ended, close is done. A join needs no
+        // thread-local of ours or an executor's, so this works in a
+        // thread-local destructor too (where `futures::executor::block_on`
+        // aborts the process: its own thread-local may be gone).
+        for handle in threads {
+            let _ = handle.join();
+        }
     }
 }
 
@@ -198,6 +210,13 @@ impl Future for Close {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if !self.shared.close.poll_finished(cx.waker()) {
+            if steal::is_worker_of(self.shared.id) {
+                panic!(
+                    "smartpool: OwnedPool::close() awaited on one of the pool's own worker \
+                     threads, which would wait for itself; close the pool from outside it, \
+                     or drop the OwnedPool there (it closes without waiting)"
+                );
+            }
             return Poll::Pending;
         }
         // Every worker has left its loop; joining only waits for the last
