@@ -112,7 +112,7 @@ pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
 pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use steal::{WorkQueue, WorkerContext};
-pub use task::{JoinError, JoinHandle, RunningTask};
+pub use task::{CancelReason, JoinError, JoinHandle, RunningTask};
 pub use time::{Periodic, Sleep, TimeScheduler};
 
 /// The README's examples, compiled and run as doctests.
@@ -123,7 +123,7 @@ struct ReadmeDoctests;
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle, MultiChannel,
+        run, try_run, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle, MultiChannel,
         OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
         ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
     };

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use super::{Channel, ChannelLink};
 use crate::steal;
-use crate::task::{self, JoinHandle, RunningTask};
+use crate::task::{self, CancelReason, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
 pub trait Exec {
@@ -42,7 +42,7 @@ impl<C: Channel + ?Sized> Exec for C {
         F::Output: Send + 'static,
     {
         self.try_exec(future)
-            .unwrap_or_else(|_rejected| JoinHandle::rejected())
+            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason.cancel_reason()))
     }
 
     fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
@@ -76,7 +76,7 @@ pub trait ExecParam: Channel {
         F::Output: Send + 'static,
     {
         self.try_exec_param(future, param)
-            .unwrap_or_else(|_rejected| JoinHandle::rejected())
+            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason.cancel_reason()))
     }
 
     /// Like [`ExecParam::exec_param`], but gives the future back if the pool
@@ -155,12 +155,14 @@ fn submit_with<C: Channel + ?Sized>(
 ) {
     let Some(link) = channel.link() else {
         log::warn!("smartpool: task submitted to a channel of no pool; dropped");
+        task.set_cancel_reason(Some(CancelReason::ChannelNotAttached));
         return;
     };
     if !task.belongs_to(&link.scheduler) {
         // Its close accounting is its own pool's: dropping it here releases
         // it there.
         log::warn!("smartpool: task submitted to a channel of another pool; dropped");
+        task.set_cancel_reason(Some(CancelReason::OtherPool));
         return;
     }
     enqueue(channel, link, task, lifo, push);
@@ -177,6 +179,8 @@ fn enqueue<C: Channel + ?Sized>(
 ) {
     let shared = &link.shared;
     shared.account(&task, link.index);
+    // In a channel, a drop is the pool's or the channel's doing.
+    task.set_cancel_reason(None);
     let lifo = lifo && shared.channels[link.index].lowest;
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
@@ -214,6 +218,15 @@ enum Reason {
     Unattached,
 }
 
+impl Reason {
+    fn cancel_reason(self) -> CancelReason {
+        match self {
+            Reason::Closed => CancelReason::PoolClosed,
+            Reason::Unattached => CancelReason::ChannelNotAttached,
+        }
+    }
+}
+
 impl<F> Rejected<F> {
     /// Gives `future` back if `channel` would refuse it now: it belongs to
     /// no pool, or its pool is no longer open.
@@ -236,7 +249,9 @@ impl<F> fmt::Display for Rejected<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.reason {
             Reason::Closed => "task rejected: the pool is closing or closed",
-            Reason::Unattached => "task rejected: the channel belongs to no pool",
+            Reason::Unattached => {
+                "task rejected: the channel is attached to no pool (is it missing from the config?)"
+            }
         })
     }
 }

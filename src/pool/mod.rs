@@ -50,6 +50,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// is caught (the task it held is dropped, which cancels it).
     fn followup(&self, task: RunningTask) {
         let from = self.keys[task.from()];
+        task.set_cancel_reason(Some(crate::task::CancelReason::DroppedByFollowup));
         let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
         if let Err(panic) = result {
             log::error!(
@@ -131,6 +132,10 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
 
     fn release_counted(&self) {
         self.shared.release_counted();
+    }
+
+    fn is_closing(&self) -> bool {
+        self.shared.close.is_closing()
     }
 }
 

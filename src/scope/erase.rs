@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use super::handle::{ScopedJoinHandle, Slot};
 use super::ScopeState;
-use crate::task::{panic_message, JoinError};
+use crate::task::{panic_message, CancelReason, JoinError};
 
 /// A scoped task, as the pool sees it.
 pub(super) type Erased = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -107,7 +107,11 @@ impl<F: Future> ScopedTask<F> {
                 scope.record_panic(panic);
                 Err(JoinError::panicked(Box::new(message)))
             }
-            End::Cancelled => Err(JoinError::cancelled()),
+            // Dropped by the pool as it cancelled the task around it (which
+            // says why), or dropped with its cell (the pool went away).
+            End::Cancelled => Err(JoinError::cancelled(
+                crate::task::cancel_reason().unwrap_or(CancelReason::PoolClosed),
+            )),
         };
         if let Some(slot) = self.slot.take() {
             slot.fill(result);

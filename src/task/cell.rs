@@ -9,10 +9,10 @@ use std::task::{Context, Poll};
 
 use futures::task::{waker_ref, ArcWake, AtomicWaker};
 
-use super::join::{JoinError, JoinHandle, JoinTarget};
+use super::join::{CancelReason, JoinError, JoinHandle, JoinTarget};
 use super::state::{Park, State, Wake as WakeOutcome};
 use super::Schedule;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
@@ -23,6 +23,12 @@ pub(crate) struct Header {
     /// Whether the task counts towards close (it sits in, or last came from,
     /// a `complete_on_close` channel). Written by the responsible party only.
     counted: AtomicBool,
+    /// Why the task is cancelled if its token is dropped now: a
+    /// [`CancelReason`] as `code + 1`, or [`UNSET`] for "ask the pool"
+    /// (closing: `PoolClosed`; open: its channel dropped it). Written by the
+    /// responsible party only: set before a followup gets the token, unset
+    /// when the token enters a channel.
+    cancel: AtomicU8,
     scheduler: Weak<dyn Schedule>,
     pub(super) join_waker: AtomicWaker,
     /// Cleared when the `JoinHandle` is dropped: nobody can await the task
@@ -48,7 +54,41 @@ impl Drop for Header {
     }
 }
 
+/// No reason recorded: see [`Header::cancel`].
+const UNSET: u8 = 0;
+
+const REASONS: [CancelReason; 5] = [
+    CancelReason::PoolClosed,
+    CancelReason::ChannelNotAttached,
+    CancelReason::DroppedByFollowup,
+    CancelReason::OtherPool,
+    CancelReason::DroppedByChannel,
+];
+
 impl Header {
+    /// Records why the task is cancelled if its token is dropped now (the
+    /// responsible party only).
+    fn set_cancel_reason(&self, reason: Option<CancelReason>) {
+        let code = reason.map_or(UNSET, |reason| {
+            REASONS.iter().position(|&r| r == reason).expect("every reason is listed") as u8 + 1
+        });
+        // Rarely a change on the way into a channel: skip the store then.
+        if self.cancel.load(Ordering::Relaxed) != code {
+            self.cancel.store(code, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the task is being cancelled (see [`Header::cancel`]).
+    fn cancel_reason(&self) -> CancelReason {
+        match self.cancel.load(Ordering::Relaxed) {
+            UNSET => match self.scheduler.upgrade() {
+                Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
+                _ => CancelReason::PoolClosed,
+            },
+            code => REASONS[usize::from(code) - 1],
+        }
+    }
+
     /// Sets whether the task counts towards close; returns the old value.
     /// Only the party responsible for the task writes the flag (its caller),
     /// so a load then a store cannot lose a write; and it is rarely a
@@ -165,6 +205,12 @@ impl RunningTask {
         Weak::ptr_eq(&self.header().scheduler, scheduler)
     }
 
+    /// Records why the task is cancelled if this token is dropped now;
+    /// `None`: the pool decides (see [`CancelReason`]).
+    pub(crate) fn set_cancel_reason(&self, reason: Option<CancelReason>) {
+        self.header().set_cancel_reason(reason);
+    }
+
     /// Sets whether the task counts towards close; returns the old value.
     pub(crate) fn swap_counted(&self, counted: bool) -> bool {
         // We hold the token: the responsible party.
@@ -208,6 +254,7 @@ where
             state: State::new_scheduled(),
             from: AtomicUsize::new(0),
             counted: AtomicBool::new(false),
+            cancel: AtomicU8::new(UNSET),
             scheduler,
             join_waker: AtomicWaker::new(),
             joined: AtomicBool::new(true),
@@ -333,11 +380,14 @@ where
     }
 
     fn cancel(&self) {
+        let reason = self.header.cancel_reason();
         // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
         // the token, in `SCHEDULED`; `complete` hands the stage on.
         unsafe {
             self.with_stage(|stage| {
-                Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled())))
+                super::cancelling(reason, || {
+                    Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled(reason))))
+                })
             })
         };
         self.complete();

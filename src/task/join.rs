@@ -58,8 +58,8 @@ where
 
 enum Handle<T> {
     Task(Arc<dyn JoinTarget<T>>),
-    /// The pool refused the task (it was closed).
-    Rejected,
+    /// The pool refused the task, for this reason.
+    Rejected(CancelReason),
     /// The output was returned.
     Done,
 }
@@ -82,10 +82,11 @@ impl<T> JoinHandle<T> {
         }
     }
 
-    /// A handle for a task the pool refused: resolves to a cancellation.
-    pub(crate) fn rejected() -> JoinHandle<T> {
+    /// A handle for a task the pool refused: resolves to a cancellation
+    /// for `reason`.
+    pub(crate) fn rejected(reason: CancelReason) -> JoinHandle<T> {
         JoinHandle {
-            handle: Handle::Rejected,
+            handle: Handle::Rejected(reason),
         }
     }
 
@@ -94,7 +95,7 @@ impl<T> JoinHandle<T> {
     pub fn is_finished(&self) -> bool {
         match &self.handle {
             Handle::Task(task) => task.is_complete(),
-            Handle::Rejected | Handle::Done => true,
+            Handle::Rejected(_) | Handle::Done => true,
         }
     }
 }
@@ -117,7 +118,7 @@ impl<T> Future for JoinHandle<T> {
                 // handle becomes `Done` below: this is the one take.
                 unsafe { task.take_output() }
             }
-            Handle::Rejected => Err(JoinError::cancelled()),
+            Handle::Rejected(reason) => Err(JoinError::cancelled(*reason)),
             Handle::Done => panic!("JoinHandle polled after it returned"),
         };
         self.handle = Handle::Done;
@@ -155,16 +156,53 @@ pub struct JoinError {
     repr: Repr,
 }
 
+/// Why a task was cancelled: see [`JoinError::cancel_reason`].
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CancelReason {
+    /// The pool is closing or closed: it refused the task, or dropped it
+    /// queued (a channel that is not `complete_on_close`), or the task was
+    /// woken after the pool terminated.
+    PoolClosed,
+    /// The channel it was submitted to is attached to no pool: it is
+    /// missing from the behavior's config (or the pool failed to start).
+    ChannelNotAttached,
+    /// The behavior's `followup` dropped the woken task instead of
+    /// submitting it (or panicked).
+    DroppedByFollowup,
+    /// A followup submitted the task to a channel of another pool.
+    OtherPool,
+    /// Its channel dropped it (a channel of your own discarding a task)
+    /// while the pool was open.
+    DroppedByChannel,
+}
+
+impl CancelReason {
+    fn describe(self) -> &'static str {
+        match self {
+            CancelReason::PoolClosed => "the pool closed before it finished",
+            CancelReason::ChannelNotAttached => {
+                "its channel is attached to no pool (is the channel missing from the config?)"
+            }
+            CancelReason::DroppedByFollowup => {
+                "the behavior's followup dropped it instead of submitting it"
+            }
+            CancelReason::OtherPool => "a followup submitted it to a channel of another pool",
+            CancelReason::DroppedByChannel => "its channel dropped it while the pool was open",
+        }
+    }
+}
+
 enum Repr {
-    Cancelled,
+    Cancelled(CancelReason),
     // The mutex makes the error `Sync`, as error types are expected to be.
     Panicked(std::sync::Mutex<Box<dyn Any + Send + 'static>>),
 }
 
 impl JoinError {
-    pub(crate) fn cancelled() -> JoinError {
+    pub(crate) fn cancelled(reason: CancelReason) -> JoinError {
         JoinError {
-            repr: Repr::Cancelled,
+            repr: Repr::Cancelled(reason),
         }
     }
 
@@ -174,10 +212,18 @@ impl JoinError {
         }
     }
 
-    /// The task was dropped before it finished: the pool closed (or refused
-    /// it because it was already closing), or its followup dropped it.
+    /// The task was dropped before it finished, or never accepted:
+    /// [`JoinError::cancel_reason`] says why.
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled)
+        matches!(self.repr, Repr::Cancelled(_))
+    }
+
+    /// Why the task was cancelled, or `None` if it panicked.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        match self.repr {
+            Repr::Cancelled(reason) => Some(reason),
+            Repr::Panicked(_) => None,
+        }
     }
 
     /// The task panicked.
@@ -190,13 +236,13 @@ impl JoinError {
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
             Repr::Panicked(payload) => Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner())),
-            Repr::Cancelled => Err(self),
+            Repr::Cancelled(_) => Err(self),
         }
     }
 
     fn message(&self) -> String {
         match &self.repr {
-            Repr::Cancelled => "task cancelled: the pool closed before it finished".to_owned(),
+            Repr::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
             Repr::Panicked(payload) => {
                 let payload = lock_std(payload);
                 format!("task panicked: {}", panic_message(&**payload))

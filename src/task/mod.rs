@@ -79,7 +79,7 @@ mod join;
 mod state;
 
 pub use cell::RunningTask;
-pub use join::{JoinError, JoinHandle};
+pub use join::{CancelReason, JoinError, JoinHandle};
 
 pub(crate) use cell::{spawn, RunOutcome};
 pub(crate) use join::panic_message;
@@ -92,6 +92,8 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn reschedule(&self, task: RunningTask);
     /// A task counted towards close finished or was dropped.
     fn release_counted(&self);
+    /// Whether the pool has begun to close (to say why a task was dropped).
+    fn is_closing(&self) -> bool;
 }
 
 /// A worker thread's own handle on its pool, through which wakes on that
@@ -131,6 +133,26 @@ fn with_worker_scheduler(
         }
     });
     task.map_or(Ok(()), Err)
+}
+
+thread_local! {
+    /// Why the task whose future this thread is dropping was cancelled.
+    static CANCELLING: std::cell::Cell<Option<CancelReason>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `drop_future` (which drops a cancelled task's future) with
+/// `reason` readable by [`cancel_reason`], for a future that reports its
+/// own end (a scoped task).
+fn cancelling<R>(reason: CancelReason, drop_future: impl FnOnce() -> R) -> R {
+    let outer = CANCELLING.try_with(|c| c.replace(Some(reason))).ok().flatten();
+    let result = drop_future();
+    let _ = CANCELLING.try_with(|c| c.set(outer));
+    result
+}
+
+/// While a cancelled task's future is being dropped on this thread: why.
+pub(crate) fn cancel_reason() -> Option<CancelReason> {
+    CANCELLING.try_with(|c| c.get()).ok().flatten()
 }
 
 #[cfg(all(test, loom))]
