@@ -65,6 +65,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 use std::thread::LocalKey;
+use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 // Plain std, as crossbeam's deques: no loom model runs a `WorkQueue`.
@@ -87,6 +88,11 @@ pub(crate) struct WorkerLocal {
     /// Per channel: pops since this worker last looked at the injector
     /// first (see the module doc's fairness).
     pops: Box<[Cell<u32>]>,
+    /// Per channel: when this worker looks at it again after its `pop`
+    /// panicked, and the back-off after the next panic.
+    faults: Box<[Cell<Fault>]>,
+    /// Whether any entry of `faults` is set: one load on the hot path.
+    faulted: Cell<bool>,
     /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
     /// What this worker saw of the other workers' slots.
@@ -114,6 +120,8 @@ impl WorkerLocal {
                 index,
                 deques,
                 pops: (0..channels).map(|_| Cell::new(0)).collect(),
+                faults: (0..channels).map(|_| Cell::new(Fault::NONE)).collect(),
+                faulted: Cell::new(false),
                 lifo: LifoSlot::default(),
                 observer: Observer::new(index, workers),
                 idle: Cell::new(false),
@@ -133,6 +141,63 @@ impl WorkerLocal {
         turn
     }
 
+    /// Whether this worker leaves `channel` alone for now: its `pop`
+    /// panicked less than the back-off ago.
+    pub(crate) fn skips(&self, channel: usize) -> bool {
+        if !self.faulted.get() {
+            return false;
+        }
+        self.faults[channel]
+            .get()
+            .until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// `channel`'s `pop` panicked: leave it alone for a back-off that
+    /// doubles with each panic in a row, from 1 ms up to 100 ms, so that a
+    /// channel that always panics costs a bounded share of the worker.
+    pub(crate) fn fault(&self, channel: usize) {
+        let fault = self.faults[channel].get();
+        let backoff = fault.next.max(Fault::FIRST);
+        self.faults[channel].set(Fault {
+            until: Some(Instant::now() + backoff),
+            next: (backoff * 2).min(Fault::LONGEST),
+        });
+        self.faulted.set(true);
+    }
+
+    /// `channel`'s `pop` returned: its back-off starts over.
+    pub(crate) fn recovered(&self, channel: usize) {
+        if self.faulted.get() {
+            self.faults[channel].set(Fault::NONE);
+            self.faulted
+                .set(self.faults.iter().any(|f| f.get().is_set()));
+        }
+    }
+
+    /// When the first channel this worker leaves alone is due again, if
+    /// any is left alone now (a back-off that ran out is forgotten, its
+    /// length kept for the next panic).
+    pub(crate) fn next_retry(&self) -> Option<Instant> {
+        if !self.faulted.get() {
+            return None;
+        }
+        let now = Instant::now();
+        let mut next = None;
+        for fault in self.faults.iter() {
+            let mut f = fault.get();
+            match f.until {
+                Some(until) if until > now => next = Some(next.map_or(until, |n: Instant| n.min(until))),
+                Some(_) => {
+                    f.until = None;
+                    fault.set(f);
+                }
+                None => {}
+            }
+        }
+        next
+    }
+
     /// Empties the slot and every local deque (at exit), dropping what it
     /// finds.
     pub(crate) fn drain(&self, shared: &Shared) {
@@ -142,6 +207,27 @@ impl WorkerLocal {
                 drop(task);
             }
         }
+    }
+}
+
+/// A worker's back-off from a channel whose `pop` panicked.
+#[derive(Copy, Clone, Debug)]
+struct Fault {
+    until: Option<Instant>,
+    next: Duration,
+}
+
+impl Fault {
+    const NONE: Fault = Fault {
+        until: None,
+        next: Fault::FIRST,
+    };
+    const FIRST: Duration = Duration::from_millis(1);
+    const LONGEST: Duration = Duration::from_millis(100);
+
+    /// Whether it differs from [`Fault::NONE`].
+    fn is_set(self) -> bool {
+        self.until.is_some() || self.next != Fault::FIRST
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Channel, ChannelLink};
 use crate::steal;
@@ -195,7 +196,17 @@ fn enqueue<C: Channel + ?Sized>(
     } else {
         task
     };
-    push(task, link);
+    // A channel of the user's may panic, having stored the task or not:
+    // mark the bit all the same (a stale set bit is harmless; a clear one
+    // over a stored task would strand it). A task it did not store was
+    // dropped in the unwinding, which cancels it.
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| push(task, link))) {
+        log::error!(
+            "smartpool: channel {} panicked in push: {}",
+            shared.channels[link.index].name,
+            crate::task::panic_message(&*panic)
+        );
+    }
     // Marks the status bit (post fence, and set fence if it set it), then
     // wakes a sleeper.
     shared.pushed(link.index);

@@ -11,7 +11,7 @@ pub(crate) use shared::Shared;
 
 use std::fmt;
 use std::ops::Deref;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::behavior::PoolBehavior;
@@ -61,26 +61,28 @@ impl<B: PoolBehavior> Pool<B> {
     }
 
     /// Takes a task from channel `index` for `worker`, keeping the status
-    /// bit protocol: clear on empty, then look once more.
+    /// bit protocol: clear on empty, then look once more. A `pop` that
+    /// panics is logged and counts as no task from this channel now: the
+    /// search goes on to the other channels, and the worker leaves this one
+    /// alone for a back-off (see `WorkerLocal::fault`).
     fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<RunningTask> {
         let status = &self.shared.status;
         let bit = self.shared.channels[index].bit;
-        if !status.is_set(bit) {
+        if !status.is_set(bit) || worker.local().is_some_and(|l| l.skips(index)) {
             return None;
         }
-        let channel = self.channel_at(index);
-        if let Some(task) = channel.pop(worker) {
+        if let Some(task) = self.pop(worker, index).ok()? {
             return Some(task);
         }
         status.clear(bit);
         // A pusher whose fence came first counts on this second look; if the
         // channel panics in it, set the bit again (a stale set bit is
-        // harmless) before the panic leaves.
-        let task = match catch_unwind(AssertUnwindSafe(|| channel.pop(worker))) {
+        // harmless).
+        let task = match self.pop(worker, index) {
             Ok(task) => task?,
-            Err(panic) => {
+            Err(()) => {
                 status.set(bit);
-                resume_unwind(panic);
+                return None;
             }
         };
         // Announce, not just set: while the bit was clear, a worker leaving
@@ -93,6 +95,31 @@ impl<B: PoolBehavior> Pool<B> {
         Some(task)
     }
 
+    /// Channel `index`'s `pop`, its panic caught, logged and recorded as
+    /// the worker's fault (`Err`).
+    fn pop(&self, worker: &WorkerContext<'_>, index: usize) -> Result<Option<RunningTask>, ()> {
+        let channel = self.channel_at(index);
+        match catch_unwind(AssertUnwindSafe(|| channel.pop(worker))) {
+            Ok(task) => {
+                if let Some(local) = worker.local() {
+                    local.recovered(index);
+                }
+                Ok(task)
+            }
+            Err(panic) => {
+                log::error!(
+                    "smartpool: channel {} panicked in pop: {}; the worker leaves it alone for a while",
+                    self.shared.channels[index].name,
+                    crate::task::panic_message(&*panic)
+                );
+                if let Some(local) = worker.local() {
+                    local.fault(index);
+                }
+                Err(())
+            }
+        }
+    }
+
     /// Whether any channel whose status bit is set may still hold a task:
     /// asked by a worker that leaves idle with a task, after its fence (see
     /// `Sleep::work_found`). A channel that panics counts as holding one
@@ -102,7 +129,14 @@ impl<B: PoolBehavior> Pool<B> {
         (0..self.keys.len()).any(|index| {
             status.is_set(self.shared.channels[index].bit)
                 && catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
-                    .unwrap_or(true)
+                    .unwrap_or_else(|panic| {
+                        log::error!(
+                            "smartpool: channel {} panicked in may_have_tasks: {}; taken as yes",
+                            self.shared.channels[index].name,
+                            crate::task::panic_message(&*panic)
+                        );
+                        true
+                    })
         })
     }
 

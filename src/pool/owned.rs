@@ -64,6 +64,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             for params in level {
                 indices.push(keys.len());
                 channels.push(ChannelInfo {
+                    name: format!("{:?}", params.key).into(),
                     bit: Bit::new(keys.len()),
                     complete_on_close: params.complete_on_close,
                     lowest: level_index == lowest,

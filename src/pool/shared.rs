@@ -14,6 +14,8 @@ use crate::task::RunningTask;
 /// What the pool knows of each channel.
 #[derive(Debug)]
 pub(crate) struct ChannelInfo {
+    /// The channel's key, as `Debug` prints it: for logs.
+    pub(crate) name: Box<str>,
     pub(crate) bit: Bit,
     pub(crate) complete_on_close: bool,
     /// In the lowest level of a HighestFirst pool (or the only level):

@@ -33,13 +33,14 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     let pool = &helper.pool;
     let helping = scope::enter_worker(helper.clone());
     let rescheduling = crate::task::enter_worker(helper.clone());
-    // Tasks and followups catch their own panics; a panicking third-party
-    // channel unwinds out of `work`. The worker logs it and goes on: its
-    // idle state, if any, left the idle count as it unwound, and `take` set
-    // the channel's bit again. A channel that panics every time would make
-    // this a busy loop, so each restart first pauses, longer each time in a
-    // row (up to 100 ms): the worker stays alive to serve other channels
-    // and close, at a bounded cost.
+    // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
+    // are caught where they are called; what is left to unwind out of
+    // `work` is user code no protocol step depends on (the behavior's
+    // `channel`). The worker logs it and goes on: its idle state, if any,
+    // left the idle count as it unwound. Should that panic every time, each
+    // restart first pauses, longer each time in a row (up to 100 ms): the
+    // worker stays alive to serve other channels and close, at a bounded
+    // cost.
     let mut pause = Duration::from_millis(1);
     while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(pool, &local))) {
         log::error!(
@@ -74,8 +75,23 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
             Some((task, channel)) => execute(pool, local, task, channel),
+            None if back_off(local) => {}
             None => return,
         }
+    }
+}
+
+/// If the worker leaves a channel alone because its `pop` panicked (see
+/// `Pool::take`), waits until that channel is due again, outside the idle
+/// state (so that a new task wakes another worker meanwhile), and returns
+/// `true`.
+fn back_off(local: &WorkerLocal) -> bool {
+    match local.next_retry() {
+        Some(at) => {
+            std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
+            true
+        }
+        None => false,
     }
 }
 
@@ -100,6 +116,11 @@ fn search_idle<B: PoolBehavior>(
         }
         if let Some(found) = find(pool, worker, cursor) {
             break Some(found);
+        }
+        if local.next_retry().is_some() {
+            // A channel left alone keeps its bit set: the sleep protocol
+            // would search for ever. The caller backs off instead.
+            break None;
         }
         match local.observer.observe(&shared.lifo) {
             Verdict::Steal(worker, seen) => {
@@ -234,7 +255,7 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 }
                 match find(pool, &worker, &mut cursor) {
                     Some((task, channel)) => execute(pool, local, task, channel),
-                    None if steal_stale(pool, local) => {}
+                    None if steal_stale(pool, local) || back_off(local) => {}
                     None => crate::sync::yield_now(),
                 }
             }
@@ -251,8 +272,11 @@ impl<B: PoolBehavior> Help for Helper<B> {
             }
             let found = find(pool, &worker, &mut cursor)
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
-            if let Some((task, channel)) = found {
-                execute(pool, local, task, channel);
+            match found {
+                Some((task, channel)) => execute(pool, local, task, channel),
+                None => {
+                    back_off(local);
+                }
             }
         }
     }

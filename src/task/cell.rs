@@ -151,6 +151,20 @@ where
 {
 }
 
+impl<F: Future> Drop for TaskCell<F> {
+    /// Drops the future or output before the header (which may release the
+    /// close count), catching a panic there: the last reference may be a
+    /// waker dropped on any thread, which must not see the task's panic
+    /// (two in one unwinding would abort the process).
+    fn drop(&mut self) {
+        self.stage.with_mut(|stage| {
+            // SAFETY: `&mut self`: nobody else can reach the stage.
+            let stage = unsafe { &mut *stage };
+            Self::set_stage(stage, Stage::Consumed);
+        });
+    }
+}
+
 /// What running a task came to.
 #[must_use]
 #[derive(Debug)]

@@ -25,6 +25,9 @@ impl Schedule for Recorder {
         lock(&self.queued).push(task);
     }
     fn release_counted(&self) {}
+    fn is_closing(&self) -> bool {
+        false
+    }
 }
 
 /// Shared by the future and the threads that wake it.

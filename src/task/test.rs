@@ -23,6 +23,9 @@ impl Schedule for Recorder {
     fn release_counted(&self) {
         self.released.fetch_add(1, Ordering::SeqCst);
     }
+    fn is_closing(&self) -> bool {
+        false
+    }
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
