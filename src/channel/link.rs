@@ -24,6 +24,11 @@ impl ChannelLink {
         self.index
     }
 
+    /// The id of the pool the channel belongs to.
+    pub(crate) fn pool_id(&self) -> usize {
+        self.shared.id
+    }
+
     /// Whether the pool still accepts new tasks (it has not begun to close).
     pub fn is_open(&self) -> bool {
         self.shared.close.is_open()

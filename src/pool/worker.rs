@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Pool;
@@ -13,7 +13,7 @@ use crate::channel::Submit;
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
-use crate::scope::{self, Help};
+use crate::scope::{self, Erased, Help};
 use crate::sleep::Check;
 use crate::steal::{self, WorkerContext, WorkerLocal};
 use crate::sync::{fence, Ordering};
@@ -279,6 +279,36 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 }
             }
         }
+    }
+
+    fn pool_id(&self) -> usize {
+        self.pool.shared.id
+    }
+
+    fn run_now(&self, index: usize, take: &mut dyn FnMut() -> Option<Erased>) {
+        let pool = &*self.pool;
+        let shared = &*pool.shared;
+        let local = &*self.local;
+        if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
+            return;
+        }
+        // As `exec` admits a new task: counted if the channel is
+        // complete_on_close, refused if the pool is closing.
+        if !shared.admit(index) {
+            return;
+        }
+        let counted = shared.channels[index].complete_on_close;
+        let Some(future) = take() else {
+            if counted {
+                shared.release_counted();
+            }
+            return;
+        };
+        let scheduler = Arc::downgrade(&self.pool) as Weak<dyn crate::task::Schedule>;
+        let (task, detached) = crate::task::spawn(future, scheduler);
+        drop(detached);
+        task.swap_counted(counted);
+        execute(pool, local, task, index);
     }
 
     fn waker(&self) -> Box<dyn Fn() + Send + Sync> {

@@ -4,6 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::erase::Erased;
+
 /// A worker thread's access to its own pool, for a scope waiting on it.
 pub(crate) trait Help {
     /// Runs the pool's queued tasks until `done()` is true, through the
@@ -16,6 +18,16 @@ pub(crate) trait Help {
 
     /// Wakes this worker from any thread if it sleeps in its slot.
     fn waker(&self) -> Box<dyn Fn() + Send + Sync>;
+
+    /// The id of this worker's pool.
+    fn pool_id(&self) -> usize;
+
+    /// Runs a claimed scoped task at once, on this thread, as a fresh task
+    /// of this worker's pool's channel `channel` (see `claim`): if the
+    /// stack has room and the pool admits a new task there, calls `take`
+    /// and runs what it returns; else does nothing (the task stays with its
+    /// shell). A count taken for an empty claim is given back.
+    fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>);
 }
 
 thread_local! {

@@ -72,12 +72,14 @@
 //! of waiter, on the real `Sleep` with a minimal helper (the worker's real
 //! helping loop, `pool::worker`, is exercised by `tests/scope.rs`).
 
+mod claim;
 mod erase;
 mod handle;
 mod help;
 mod latch;
 
 pub use handle::ScopedJoinHandle;
+pub(crate) use erase::Erased;
 pub(crate) use help::{enter_worker, Help};
 
 use std::any::Any;
@@ -91,14 +93,57 @@ use crate::channel::{Channel, Exec, Rejected};
 use crate::sync::{lock, Mutex};
 use latch::CountLatch;
 
-/// The shared part of a scope: its latch and its first task panic.
-#[derive(Debug)]
+/// The shared part of a scope: its latch, its first task panic, and the
+/// claims its waiter may run itself (see `claim`).
 struct ScopeState {
     latch: CountLatch,
     panic: Mutex<Option<Box<dyn Any + Send + 'static>>>,
+    /// The pool whose worker opened the scope (and so waits for it), if
+    /// one did: tasks on that pool's channels are claimed.
+    waiter_pool: Option<usize>,
+    /// Claims of tasks submitted to `waiter_pool`, newest last.
+    pending: Mutex<Vec<Arc<claim::Claim>>>,
+}
+
+impl fmt::Debug for ScopeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopeState")
+            .field("latch", &self.latch)
+            .field("waiter_pool", &self.waiter_pool)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ScopeState {
+    /// The work-first part of the wait (see `claim`): on a worker, runs
+    /// this scope's pending tasks, newest first, until none is left or the
+    /// latch opens. Never unwinds (the wait that follows must happen): a
+    /// panic here (a channel's, in a nested wait) is logged.
+    fn run_own(&self) {
+        if self.waiter_pool.is_none() {
+            return;
+        }
+        let Some(help) = help::current() else {
+            return;
+        };
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            while !self.latch.is_open() {
+                let Some(claim) = lock(&self.pending).pop() else {
+                    break;
+                };
+                help.run_now(claim.channel, &mut || claim.take());
+            }
+        }));
+        if let Err(panic) = run {
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                log::error!(
+                    "smartpool: a panic while a scope ran its own tasks: {}; waiting on",
+                    crate::task::panic_message(&*panic)
+                );
+            }));
+        }
+    }
+
     /// Keeps the first panic of a task; later ones are logged and dropped.
     /// Never unwinds (the logger and the payload's drop are user code), so
     /// a task's `finish` always fills its slot.
@@ -230,12 +275,15 @@ where
         state: Arc::new(ScopeState {
             latch: CountLatch::new(1),
             panic: Mutex::new(None),
+            waiter_pool: help::current().map(|help| help.pool_id()),
+            pending: Mutex::new(Vec::new()),
         }),
         scope: PhantomData,
         env: PhantomData,
     };
     let result = catch_unwind(AssertUnwindSafe(|| body(&scope)));
     scope.state.latch.count_down();
+    scope.state.run_own();
     scope.state.latch.wait();
     // Every task has ended: the panic slot is final.
     let task_panic = lock(&scope.state.panic).take();
@@ -277,9 +325,19 @@ impl<'scope> Scope<'scope, '_> {
     {
         self.state.latch.add();
         let (task, handle) = erase::ScopedTask::erase(future, self.state.clone());
-        // A refused task is dropped here, which ends it: the handle reports
-        // the cancellation and the latch is counted down.
-        let _detached = channel.exec(task);
+        // A refused task is dropped here (or its shell is, taking it along),
+        // which ends it: the handle reports the cancellation and the latch
+        // is counted down.
+        match channel.link() {
+            Some(link) if self.state.waiter_pool == Some(link.pool_id()) => {
+                let claim = Arc::new(claim::Claim::new(task, link.index()));
+                let _detached = channel.exec(claim::Shell::new(claim.clone()));
+                lock(&self.state.pending).push(claim);
+            }
+            _ => {
+                let _detached = channel.exec(task);
+            }
+        }
         handle
     }
 
