@@ -56,8 +56,15 @@ fn fib(pool: &Pool<Flat>, n: u32) -> u64 {
 fn peak_rss() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).map(str::to_owned))
-        .map_or_else(|| "unknown".to_owned(), |l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .map(str::to_owned)
+        })
+        .map_or_else(
+            || "unknown".to_owned(),
+            |l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "),
+        )
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -66,7 +73,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tasks = 2.0 * 1.618_034_f64.powi(n as i32 + 1) / 5f64.sqrt();
     println!("fib({n}): about {:.1} million scoped tasks", tasks / 1e6);
     for threads in [1, num_cpus::get()] {
-        let owned = OwnedPool::new(Flat { work: VecDequeChannel::new(), threads })?;
+        let owned = OwnedPool::new(Flat {
+            work: VecDequeChannel::new(),
+            threads,
+        })?;
         let pool = owned.pool.clone();
         let start = Instant::now();
         let value = futures::executor::block_on(owned.pool.work.exec(run(move || fib(&pool, n))))?;

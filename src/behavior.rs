@@ -7,7 +7,6 @@ use std::hash::Hash;
 use std::time::Duration;
 
 use crate::channel::{Channel, Submit};
-use crate::sleep::MAX_WORKERS;
 use crate::task::RunningTask;
 
 /// What a pool is: implement it on a struct that owns your channels.
@@ -64,10 +63,24 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     }
 }
 
+/// The most worker threads a pool takes. A pool of this size starts in
+/// about 0.1 s and takes about 12 KB a thread besides its stack
+/// (BENCHMARKS.md, "Start-up"); memory and start-up work grow linearly with
+/// threads (but for one look at every other worker's LIFO slot before each
+/// worker first sleeps). The bound is the kernel's: Linux's default
+/// `vm.max_map_count` (65,530) allows about 16,000 threads to a process,
+/// each Rust thread taking four mappings (stack, guard page, signal stack
+/// and its guard), and past it std aborts the process from inside the new
+/// thread, where no error can be returned. 4,096 leaves the rest of the
+/// program room.
+pub const MAX_THREADS: usize = 4_096;
+
+const _: () = assert!(MAX_THREADS <= crate::sleep::MAX_WORKERS);
+
 /// The shape of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolConfig<K> {
-    /// Worker threads (at least 1).
+    /// Worker threads: at least 1, at most [`MAX_THREADS`].
     pub threads: usize,
     /// How workers choose a level.
     pub schedule: ScheduleAlgorithm,
@@ -116,7 +129,7 @@ pub enum ConfigError {
     },
     /// `threads` is 0.
     NoThreads,
-    /// `threads` exceeds what the sleep counters can track.
+    /// `threads` exceeds [`MAX_THREADS`].
     TooManyThreads {
         /// The configured count.
         threads: usize,
@@ -156,7 +169,7 @@ impl fmt::Display for ConfigError {
             ConfigError::NoThreads => write!(f, "invalid pool config: threads must be at least 1"),
             ConfigError::TooManyThreads { threads } => write!(
                 f,
-                "invalid pool config: {threads} threads, at most {MAX_WORKERS} are supported"
+                "invalid pool config: {threads} threads, at most {MAX_THREADS} are supported"
             ),
             ConfigError::SliceCount { levels, slices } => write!(
                 f,
@@ -190,7 +203,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
         if self.threads == 0 {
             return Err(ConfigError::NoThreads);
         }
-        if self.threads > MAX_WORKERS {
+        if self.threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads {
                 threads: self.threads,
             });

@@ -103,7 +103,9 @@ mod sync;
 mod task;
 mod time;
 
-pub use behavior::{ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm};
+pub use behavior::{
+    ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm, MAX_THREADS,
+};
 pub use channel::{
     AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
     ShortestDeadlineFirst, Submit, VecDequeChannel,
@@ -123,8 +125,8 @@ struct ReadmeDoctests;
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle, MultiChannel,
-        OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
+        run, try_run, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle,
+        MultiChannel, OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
         ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
     };
 }

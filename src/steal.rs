@@ -75,7 +75,6 @@ use std::sync::{Mutex, MutexGuard};
 use crossbeam_deque::{Steal, Stealer, Worker};
 
 use crate::channel::ChannelLink;
-use crate::lifo::watch::Observer;
 use crate::lifo::LifoSlot;
 use crate::pool::Shared;
 use crate::task::RunningTask;
@@ -91,12 +90,14 @@ pub(crate) struct WorkerLocal {
     /// Per channel: when this worker looks at it again after its `pop`
     /// panicked, and the back-off after the next panic.
     faults: Box<[Cell<Fault>]>,
-    /// Whether any entry of `faults` is set: one load on the hot path.
+    /// Whether any entry of `faults` leaves its channel alone: one load on
+    /// the hot path (cleared when the last back-off is seen to run out).
     faulted: Cell<bool>,
     /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
-    /// What this worker saw of the other workers' slots.
-    pub(crate) observer: Observer,
+    /// Where the worker's next search round looks at the other workers'
+    /// slots (see `lifo::watch::Watch::observe_window`).
+    pub(crate) watch_from: Cell<usize>,
     /// Whether the worker holds its idle state (searching or asleep).
     pub(crate) idle: Cell<bool>,
     /// An address near the top of the worker thread's stack.
@@ -108,7 +109,6 @@ impl WorkerLocal {
     pub(crate) fn new(
         pool_id: usize,
         index: usize,
-        workers: usize,
         channels: usize,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
         let deques: Box<[Worker<RunningTask>]> =
@@ -123,7 +123,7 @@ impl WorkerLocal {
                 faults: (0..channels).map(|_| Cell::new(Fault::NONE)).collect(),
                 faulted: Cell::new(false),
                 lifo: LifoSlot::default(),
-                observer: Observer::new(index, workers),
+                watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
             },
@@ -154,14 +154,20 @@ impl WorkerLocal {
     }
 
     /// `channel`'s `pop` panicked: leave it alone for a back-off that
-    /// doubles with each panic in a row, from 1 ms up to 100 ms, so that a
-    /// channel that always panics costs a bounded share of the worker.
+    /// doubles with each panic in a row (a panic within [`Fault::LONGEST`]
+    /// times 4 of the last), from 1 ms up to 100 ms, so that a channel that
+    /// always panics costs a bounded share of the worker.
     pub(crate) fn fault(&self, channel: usize) {
+        let now = Instant::now();
         let fault = self.faults[channel].get();
-        let backoff = fault.next.max(Fault::FIRST);
+        let in_a_row = fault
+            .last
+            .is_some_and(|last| now.duration_since(last) < Fault::LONGEST * 4);
+        let backoff = if in_a_row { fault.next } else { Fault::FIRST };
         self.faults[channel].set(Fault {
-            until: Some(Instant::now() + backoff),
+            until: Some(now + backoff),
             next: (backoff * 2).min(Fault::LONGEST),
+            last: Some(now),
         });
         self.faulted.set(true);
     }
@@ -171,23 +177,22 @@ impl WorkerLocal {
         if self.faulted.get() {
             self.faults[channel].set(Fault::NONE);
             self.faulted
-                .set(self.faults.iter().any(|f| f.get().is_set()));
+                .set(self.faults.iter().any(|f| f.get().until.is_some()));
         }
     }
 
     /// When the first channel this worker leaves alone is due again, if
-    /// any is left alone now (a back-off that ran out is forgotten, its
-    /// length kept for the next panic).
+    /// any is left alone now (a back-off that ran out is forgotten).
     pub(crate) fn next_retry(&self) -> Option<Instant> {
         if !self.faulted.get() {
             return None;
         }
         let now = Instant::now();
-        let mut next = None;
+        let mut next: Option<Instant> = None;
         for fault in self.faults.iter() {
             let mut f = fault.get();
             match f.until {
-                Some(until) if until > now => next = Some(next.map_or(until, |n: Instant| n.min(until))),
+                Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
                 Some(_) => {
                     f.until = None;
                     fault.set(f);
@@ -195,6 +200,7 @@ impl WorkerLocal {
                 None => {}
             }
         }
+        self.faulted.set(next.is_some());
         next
     }
 
@@ -213,22 +219,22 @@ impl WorkerLocal {
 /// A worker's back-off from a channel whose `pop` panicked.
 #[derive(Copy, Clone, Debug)]
 struct Fault {
+    /// Left alone until then.
     until: Option<Instant>,
+    /// The next back-off, if the next panic comes in a row.
     next: Duration,
+    /// When it last panicked.
+    last: Option<Instant>,
 }
 
 impl Fault {
     const NONE: Fault = Fault {
         until: None,
         next: Fault::FIRST,
+        last: None,
     };
     const FIRST: Duration = Duration::from_millis(1);
     const LONGEST: Duration = Duration::from_millis(100);
-
-    /// Whether it differs from [`Fault::NONE`].
-    fn is_set(self) -> bool {
-        self.until.is_some() || self.next != Fault::FIRST
-    }
 }
 
 thread_local! {

@@ -121,8 +121,10 @@ const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// `from + delay`, clamped to `from` + [`FAR`] (so never an overflow).
 fn deadline_after(from: Instant, delay: Duration) -> Instant {
-    from.checked_add(delay.min(FAR))
-        .unwrap_or_else(|| from.checked_add(Duration::from_secs(86_400)).unwrap_or(from))
+    from.checked_add(delay.min(FAR)).unwrap_or_else(|| {
+        from.checked_add(Duration::from_secs(86_400))
+            .unwrap_or(from)
+    })
 }
 
 /// A future that completes at an instant. Made by [`TimeScheduler::at`] and

@@ -116,3 +116,48 @@ fn a_good_config_still_starts_after_errors() {
         1
     );
 }
+
+/// The limit is one the pool really supports: a pool of `MAX_THREADS`
+/// starts, runs a task on every worker, and closes. (Under valgrind and
+/// miri, which run threads one at a time, a smaller pool.)
+#[test]
+fn a_pool_of_max_threads_starts_and_one_more_is_an_error() {
+    let e = error_of(PoolConfig {
+        threads: smartpool::MAX_THREADS + 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![params(Lv::High)]],
+    });
+    assert!(matches!(e, ConfigError::TooManyThreads { .. }));
+    assert!(e.to_string().contains("at most 4096"), "{e}");
+
+    let shrunk = cfg!(miri) || std::env::var_os("SMARTPOOL_UNDER_VALGRIND").is_some();
+    let threads = if shrunk { 64 } else { smartpool::MAX_THREADS };
+    let owned = OwnedPool::new(Configured(
+        PoolConfig {
+            threads,
+            schedule: ScheduleAlgorithm::HighestFirst,
+            levels: vec![vec![ChannelParams {
+                key: Lv::High,
+                complete_on_close: true,
+            }]],
+        },
+        VecDequeChannel::new(),
+    ))
+    .expect("a pool of MAX_THREADS starts");
+    assert_eq!(owned.pool.threads(), threads);
+    // A barrier of every worker: each task waits until all have started,
+    // so every worker runs one.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let barrier = barrier.clone();
+            owned.pool.1.exec(run(move || {
+                barrier.wait();
+            }))
+        })
+        .collect();
+    for handle in handles {
+        futures::executor::block_on(handle).unwrap();
+    }
+    futures::executor::block_on(owned.close());
+}

@@ -113,7 +113,9 @@ fn a_push_that_panics_after_storing_does_not_strand_the_task() {
         let owned = OwnedPool::new(Behavior::new(threads)).unwrap();
         let pool = owned.pool.clone();
         pool.faulty.push_panics.store(true, Ordering::SeqCst);
-        let handles: Vec<_> = (0..10).map(|i| pool.faulty.exec(async move { i })).collect();
+        let handles: Vec<_> = (0..10)
+            .map(|i| pool.faulty.exec(async move { i }))
+            .collect();
         pool.faulty.push_panics.store(false, Ordering::SeqCst);
         for (i, handle) in handles.into_iter().enumerate() {
             assert_eq!(block_on(handle).unwrap(), i);
@@ -132,7 +134,9 @@ fn a_pop_that_always_panics_does_not_starve_the_levels_below() {
         let pool = owned.pool.clone();
         pool.faulty.pop_panics.store(true, Ordering::SeqCst);
         let stuck = pool.faulty.exec(async { 0 });
-        let below: Vec<_> = (0..100).map(|i| pool.below.exec(async move { i })).collect();
+        let below: Vec<_> = (0..100)
+            .map(|i| pool.below.exec(async move { i }))
+            .collect();
         for (i, handle) in below.into_iter().enumerate() {
             assert_eq!(block_on(handle).unwrap(), i, "the level below was served");
         }
@@ -149,7 +153,9 @@ fn a_look_that_panics_counts_as_maybe() {
     let owned = OwnedPool::new(Behavior::new(2)).unwrap();
     let pool = owned.pool.clone();
     pool.faulty.look_panics.store(true, Ordering::SeqCst);
-    let handles: Vec<_> = (0..100).map(|i| pool.faulty.exec(async move { i })).collect();
+    let handles: Vec<_> = (0..100)
+        .map(|i| pool.faulty.exec(async move { i }))
+        .collect();
     for (i, handle) in handles.into_iter().enumerate() {
         assert_eq!(block_on(handle).unwrap(), i);
     }

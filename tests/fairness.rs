@@ -201,8 +201,14 @@ fn futures_waking_each_other_let_outside_work_in() {
         assert!(started.wait_for(FAILSAFE));
         let late = pool.work.exec(f.stopper(0));
         futures::executor::block_on(late).unwrap();
-        assert!(futures::executor::block_on(a).unwrap(), "starved (lifo: {lifo})");
-        assert!(futures::executor::block_on(b).unwrap(), "starved (lifo: {lifo})");
+        assert!(
+            futures::executor::block_on(a).unwrap(),
+            "starved (lifo: {lifo})"
+        );
+        assert!(
+            futures::executor::block_on(b).unwrap(),
+            "starved (lifo: {lifo})"
+        );
         futures::executor::block_on(owned.close());
     }
 }

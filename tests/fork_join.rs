@@ -111,7 +111,10 @@ fn inside<T: Send + 'static>(
 fn fibonacci_by_scopes_completes_on_one_thread() {
     let owned = pool(1);
     let n = if cfg!(miri) { 8 } else { 22 };
-    assert_eq!(inside(&owned, move |p| fib(p, n)), if cfg!(miri) { 21 } else { 17_711 });
+    assert_eq!(
+        inside(&owned, move |p| fib(p, n)),
+        if cfg!(miri) { 21 } else { 17_711 }
+    );
     futures::executor::block_on(owned.close());
 }
 
@@ -120,7 +123,10 @@ fn fibonacci_by_scopes_completes_on_many_threads() {
     for threads in [2, 4, 8] {
         let owned = pool(threads);
         let n = if cfg!(miri) { 8 } else { 22 };
-        assert_eq!(inside(&owned, move |p| fib(p, n)), if cfg!(miri) { 21 } else { 17_711 });
+        assert_eq!(
+            inside(&owned, move |p| fib(p, n)),
+            if cfg!(miri) { 21 } else { 17_711 }
+        );
         futures::executor::block_on(owned.close());
     }
 }

@@ -31,7 +31,7 @@
 //! compare-exchange (loom reports the cell used by two threads).
 
 use super::slot::Slot;
-use super::watch::{Observer, Verdict};
+use super::watch::{Verdict, Watch};
 use crate::sleep::{Check, Sleep};
 use crate::sync::{lock, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use loom::sync::Arc;
@@ -101,7 +101,7 @@ impl World {
     /// Worker 1's idle search, steal after steal, until `done` or `steals`
     /// steals. Returns how many tasks it stole.
     fn thief(&self, steals: usize) -> usize {
-        let observer = Observer::new(1, 2);
+        let observer = Watch::new(2);
         let mut stolen = 0;
         while stolen < steals && !self.done.load(Ordering::SeqCst) {
             if self.search(&observer) {
@@ -113,13 +113,13 @@ impl World {
 
     /// One idle search: `true` if it stole and ran a task, `false` at
     /// `done`.
-    fn search(&self, observer: &Observer) -> bool {
+    fn search(&self, observer: &Watch) -> bool {
         let mut idle = self.sleep.start_looking(1);
         loop {
             if self.done.load(Ordering::SeqCst) {
                 return false;
             }
-            match observer.observe(&self.slots) {
+            match observer.observe(1, &self.slots) {
                 Verdict::Steal(worker, seen) => {
                     if let Some(task) = self.slots[worker].steal(seen) {
                         self.sleep.work_found(idle, || false);
@@ -138,7 +138,7 @@ impl World {
                 if self.done.load(Ordering::SeqCst) {
                     return Check::Search;
                 }
-                match observer.observe(&self.slots) {
+                match observer.observe(1, &self.slots) {
                     Verdict::Steal(..) | Verdict::Young => Check::Search,
                     Verdict::Moving => Check::Watch,
                     Verdict::Quiet => Check::Sleep,

@@ -67,6 +67,14 @@ impl Seen {
     /// A new slot's state.
     pub(crate) const EMPTY: Seen = Seen(0);
 
+    /// A value no look at an empty slot returns (it says full).
+    pub(crate) const NEVER_EMPTY: usize = FULL;
+
+    /// The slot's word, to keep in an atomic.
+    pub(crate) fn word(self) -> usize {
+        self.0
+    }
+
     /// How often the slot was filled since `earlier` was looked at.
     pub(crate) fn fills_since(self, earlier: Seen) -> usize {
         (self.0 / GENERATION).wrapping_sub(earlier.0 / GENERATION)

@@ -1,8 +1,11 @@
 //! An idle worker's reading of the other workers' slots: steal, search
 //! again, watch, or sleep.
 //!
-//! Each idle worker keeps, per other worker, the last state it saw of that
-//! worker's slot and since when. From a fresh look it concludes:
+//! The idle workers share, per worker, a memory of the last state seen of
+//! that worker's slot and since when, kept by whichever idle worker looks
+//! (one entry per worker: memory linear in workers, where one entry per
+//! pair of workers made a pool of 4,000 threads take 900 MB). From a fresh
+//! look a worker concludes:
 //!
 //! * **steal**: the slot holds the task it held [`STEAL_DELAY`] ago (same
 //!   word, so same generation): its worker has not come back for it;
@@ -23,11 +26,19 @@
 //!   its worker took back is quiet: a sparse spawn, one a millisecond, must
 //!   not keep the other workers watching.)
 //!
-//! A full slot never reads quiet, which is what `lifo`'s argument needs.
+//! A full slot never reads quiet, which is what `lifo`'s argument needs:
+//! that follows from the look alone, whatever the memory says. The memory
+//! only times steals and tells watching from sleeping, so two idle workers
+//! looking at one slot at once need not agree: the second to reach an
+//! entry that the first holds concludes without it (young if the slot is
+//! full, moving if not: search or watch again, never sleep on a guess).
+//! Since the memory is shared, a fill counts once among all the lookers,
+//! and a task's age runs from the first look of any of them.
 //! The looks are plain loads; their freshness comes from the fences of the
 //! sleep protocol around them (see `lifo`).
 
-use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use super::slot::{Seen, Slot};
@@ -56,6 +67,9 @@ pub(crate) const QUIET: Duration = Duration::from_micros(200);
 #[cfg(loom)]
 pub(crate) const QUIET: Duration = Duration::ZERO;
 
+/// How many slots a search round looks at (see [`Watch::observe_window`]).
+pub(crate) const WINDOW: usize = 64;
+
 /// What an idle worker should do about the other workers' slots.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -79,16 +93,27 @@ struct Memory {
     single: Option<Instant>,
 }
 
-/// One idle worker's memory of the other workers' slots.
+/// The idle workers' memory of every worker's slot (plain std locks: the
+/// memory is a heuristic no protocol argument rests on, see the module doc).
 #[derive(Debug)]
-pub(crate) struct Observer {
-    me: usize,
-    memory: RefCell<Vec<Memory>>,
+pub(crate) struct Watch {
+    memory: Box<[Entry]>,
 }
 
-impl Observer {
-    /// The observer of worker `me`, in a pool of `workers`.
-    pub(crate) fn new(me: usize, workers: usize) -> Observer {
+/// The memory of one slot.
+#[derive(Debug)]
+struct Entry {
+    /// The slot's word when last judged empty and not cycling lately, or
+    /// [`Seen::NEVER_EMPTY`]: a look that finds the slot empty with this
+    /// word concludes quiet without the lock (one load per slot, where the
+    /// idle searches of thousands of workers locked every entry).
+    quiet: AtomicUsize,
+    memory: Mutex<Memory>,
+}
+
+impl Watch {
+    /// The memory for a pool of `workers`.
+    pub(crate) fn new(workers: usize) -> Watch {
         let now = Instant::now();
         let memory = Memory {
             seen: Seen::EMPTY,
@@ -96,58 +121,91 @@ impl Observer {
             filled: None,
             single: None,
         };
-        Observer {
-            me,
-            memory: RefCell::new(vec![memory; workers]),
+        Watch {
+            memory: (0..workers)
+                .map(|_| Entry {
+                    quiet: AtomicUsize::new(Seen::EMPTY.word()),
+                    memory: Mutex::new(memory),
+                })
+                .collect(),
         }
     }
 
-    /// Looks at every other worker's slot (`slots`, indexed by worker).
-    pub(crate) fn observe<T>(&self, slots: &[Slot<T>]) -> Verdict {
-        self.observe_at(slots, Instant::now())
+    /// Worker `me` looks at every other worker's slot (`slots`, indexed by
+    /// worker): what the final check before sleeping needs.
+    pub(crate) fn observe<T>(&self, me: usize, slots: &[Slot<T>]) -> Verdict {
+        self.observe_at(me, slots, Instant::now(), 0, slots.len())
     }
 
-    fn observe_at<T>(&self, slots: &[Slot<T>], now: Instant) -> Verdict {
-        let mut memory = self.memory.borrow_mut();
+    /// Worker `me` looks at up to [`WINDOW`] slots from `*from` on, and
+    /// moves `*from` past them: a search round's look. In a pool of more
+    /// than [`WINDOW`] workers, where every idle round of every worker
+    /// looking at every slot made start-up time quadratic in workers, a
+    /// task in a slot outside the window waits for a later round (or for the
+    /// full look before sleeping, which never reads a full slot as quiet).
+    pub(crate) fn observe_window<T>(
+        &self,
+        me: usize,
+        slots: &[Slot<T>],
+        from: &std::cell::Cell<usize>,
+    ) -> Verdict {
+        let n = slots.len();
+        if n <= WINDOW {
+            return self.observe(me, slots);
+        }
+        let start = from.get() % n;
+        from.set((start + WINDOW) % n);
+        self.observe_at(me, slots, Instant::now(), start, WINDOW)
+    }
+
+    /// Looks at `count` slots from `start` on (wrapping).
+    fn observe_at<T>(
+        &self,
+        me: usize,
+        slots: &[Slot<T>],
+        now: Instant,
+        start: usize,
+        count: usize,
+    ) -> Verdict {
         let mut verdict = Verdict::Quiet;
-        for (worker, (slot, memory)) in slots.iter().zip(memory.iter_mut()).enumerate() {
-            if worker == self.me {
+        let n = slots.len();
+        for k in 0..count.min(n) {
+            let worker = (start + k) % n;
+            let (slot, memory) = (&slots[worker], &self.memory[worker]);
+            if worker == me {
                 continue;
             }
             let look = slot.look();
-            let slot_verdict = if look == memory.seen {
-                if look.is_full() && now.duration_since(memory.since) >= STEAL_DELAY {
-                    return Verdict::Steal(worker, look);
+            if !look.is_full() && look.word() == memory.quiet.load(Ordering::Relaxed) {
+                // Unchanged since judged quiet (the fast path of `judge`).
+                continue;
+            }
+            let entry = memory;
+            let (slot_verdict, recent) = match entry.memory.try_lock() {
+                Ok(mut memory) => match Self::judge(&mut memory, look, now) {
+                    Judged::Steal => return Verdict::Steal(worker, look),
+                    Judged::Slot(verdict, recent) => {
+                        let quiet = !look.is_full() && !recent;
+                        let word = if quiet {
+                            look.word()
+                        } else {
+                            Seen::NEVER_EMPTY
+                        };
+                        entry.quiet.store(word, Ordering::Relaxed);
+                        (verdict, recent)
+                    }
+                },
+                // A poisoned entry still holds a valid (if odd) memory.
+                Err(TryLockError::Poisoned(poisoned)) => {
+                    match Self::judge(&mut poisoned.into_inner(), look, now) {
+                        Judged::Steal => return Verdict::Steal(worker, look),
+                        Judged::Slot(verdict, recent) => (verdict, recent),
+                    }
                 }
-                if look.is_full() {
-                    Verdict::Young
-                } else {
-                    Verdict::Quiet
-                }
-            } else {
-                let fills = look.fills_since(memory.seen);
-                let close_single = fills == 1
-                    && memory
-                        .single
-                        .is_some_and(|at| now.duration_since(at) < QUIET);
-                let moving = fills >= 2 || (fills == 1 && memory.seen.is_full()) || close_single;
-                if fills == 1 {
-                    memory.single = Some(now);
-                }
-                if moving {
-                    memory.filled = Some(now);
-                }
-                memory.seen = look;
-                memory.since = now;
-                if look.is_full() && !moving {
-                    Verdict::Young
-                } else {
-                    Verdict::Quiet
-                }
+                // Another idle worker is looking: conclude without memory.
+                Err(TryLockError::WouldBlock) if look.is_full() => (Verdict::Young, true),
+                Err(TryLockError::WouldBlock) => (Verdict::Quiet, true),
             };
-            let recent = memory
-                .filled
-                .is_some_and(|at| now.duration_since(at) < QUIET);
             verdict = match (verdict, slot_verdict) {
                 (Verdict::Young, _) | (_, Verdict::Young) => Verdict::Young,
                 _ if recent || look.is_full() => Verdict::Moving,
@@ -156,15 +214,74 @@ impl Observer {
         }
         verdict
     }
+
+    /// One slot's verdict from a fresh look, updating its memory: `Steal`,
+    /// or the slot's verdict and whether it was seen cycling lately.
+    fn judge(memory: &mut Memory, look: Seen, now: Instant) -> Judged {
+        let slot_verdict = if look == memory.seen {
+            if look.is_full() && now.duration_since(memory.since) >= STEAL_DELAY {
+                return Judged::Steal;
+            }
+            if look.is_full() {
+                Verdict::Young
+            } else {
+                Verdict::Quiet
+            }
+        } else {
+            let fills = look.fills_since(memory.seen);
+            let close_single = fills == 1
+                && memory
+                    .single
+                    .is_some_and(|at| now.duration_since(at) < QUIET);
+            let moving = fills >= 2 || (fills == 1 && memory.seen.is_full()) || close_single;
+            if fills == 1 {
+                memory.single = Some(now);
+            }
+            if moving {
+                memory.filled = Some(now);
+            }
+            memory.seen = look;
+            memory.since = now;
+            if look.is_full() && !moving {
+                Verdict::Young
+            } else {
+                Verdict::Quiet
+            }
+        };
+        let recent = memory
+            .filled
+            .is_some_and(|at| now.duration_since(at) < QUIET);
+        Judged::Slot(slot_verdict, recent)
+    }
+}
+
+/// What [`Watch::judge`] concluded about one slot.
+enum Judged {
+    Steal,
+    /// The slot's verdict, and whether it was seen cycling within [`QUIET`].
+    Slot(Verdict, bool),
 }
 
 #[cfg(all(test, not(loom)))]
 mod test {
     use super::*;
 
+    /// Worker 1 watches worker 0's slot.
+    struct Observer(Watch);
+
+    impl Observer {
+        fn observe_at(&self, slots: &[Slot<u32>], now: Instant) -> Verdict {
+            self.0.observe_at(1, slots, now, 0, slots.len())
+        }
+    }
+
     fn pool() -> (Observer, Vec<Slot<u32>>, Instant) {
         let start = Instant::now();
-        (Observer::new(1, 2), vec![Slot::new(), Slot::new()], start)
+        (
+            Observer(Watch::new(2)),
+            vec![Slot::new(), Slot::new()],
+            start,
+        )
     }
 
     #[test]

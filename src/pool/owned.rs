@@ -14,6 +14,7 @@ use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior, ScheduleAlgorithm};
 use crate::channel::ChannelLink;
 use crate::lifo::slot::Slot;
+use crate::lifo::watch::Watch;
 use crate::schedule::Levels;
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
@@ -76,7 +77,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
         let (locals, stealers): (Vec<_>, Vec<_>) = (0..threads)
             .map(|index| {
-                let (local, stealers) = WorkerLocal::new(id, index, threads, keys.len());
+                let (local, stealers) = WorkerLocal::new(id, index, keys.len());
                 (local, stealers.into_boxed_slice())
             })
             .unzip();
@@ -88,6 +89,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             channels: channels.into(),
             stealers: stealers.into(),
             lifo: (0..threads).map(|_| Slot::new()).collect(),
+            watch: Watch::new(threads),
         });
         let pool = Arc::new(Pool {
             behavior,

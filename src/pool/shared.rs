@@ -6,7 +6,7 @@ use std::fmt;
 use crossbeam_deque::Stealer;
 
 use super::close::CloseState;
-use crate::lifo::{slot::Slot, SlotTask};
+use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
 use crate::task::RunningTask;
@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
     /// Each worker's LIFO slot (see `lifo`).
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
+    /// What the idle workers saw of the slots (see `lifo::watch`).
+    pub(crate) watch: Watch,
 }
 
 impl Shared {

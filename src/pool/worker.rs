@@ -75,20 +75,27 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
             Some((task, channel)) => execute(pool, local, task, channel),
-            None if back_off(local) => {}
-            None => return,
+            // Terminated (the loop ends), or a channel left alone: only
+            // the loop's condition decides whether the worker exits.
+            None => {
+                back_off(local);
+            }
         }
     }
 }
 
 /// If the worker leaves a channel alone because its `pop` panicked (see
-/// `Pool::take`), waits until that channel is due again, outside the idle
-/// state (so that a new task wakes another worker meanwhile), and returns
-/// `true`.
+/// `Pool::take`), pauses for at most a millisecond, outside the idle state
+/// (so that a new task wakes another worker meanwhile), and returns `true`:
+/// the caller searches again, serving the other channels, until the
+/// channel is due again. So a broken channel costs the worker at most a
+/// thousand searches a second, and delays other work by at most a
+/// millisecond.
 fn back_off(local: &WorkerLocal) -> bool {
     match local.next_retry() {
         Some(at) => {
-            std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
+            let left = at.saturating_duration_since(std::time::Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(1)));
             true
         }
         None => false,
@@ -122,7 +129,10 @@ fn search_idle<B: PoolBehavior>(
             // would search for ever. The caller backs off instead.
             break None;
         }
-        match local.observer.observe(&shared.lifo) {
+        match shared
+            .watch
+            .observe_window(local.index, &shared.lifo, &local.watch_from)
+        {
             Verdict::Steal(worker, seen) => {
                 steal(pool, local, worker, seen);
                 continue;
@@ -143,7 +153,7 @@ fn search_idle<B: PoolBehavior>(
             {
                 return Check::Search;
             }
-            match local.observer.observe(&shared.lifo) {
+            match shared.watch.observe(local.index, &shared.lifo) {
                 Verdict::Steal(..) | Verdict::Young => Check::Search,
                 Verdict::Moving => Check::Watch,
                 Verdict::Quiet => Check::Sleep,
@@ -162,7 +172,11 @@ fn search_idle<B: PoolBehavior>(
 /// schedule serves it like any queued task (see `lifo`). Returns whether it
 /// did.
 fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> bool {
-    match local.observer.observe(&pool.shared.lifo) {
+    let shared = &pool.shared;
+    match shared
+        .watch
+        .observe_window(local.index, &shared.lifo, &local.watch_from)
+    {
         Verdict::Steal(worker, seen) => {
             steal(pool, local, worker, seen);
             true
@@ -255,7 +269,7 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 }
                 match find(pool, &worker, &mut cursor) {
                     Some((task, channel)) => execute(pool, local, task, channel),
-                    None if steal_stale(pool, local) || back_off(local) => {}
+                    None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
             }
@@ -274,9 +288,10 @@ impl<B: PoolBehavior> Help for Helper<B> {
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
                 Some((task, channel)) => execute(pool, local, task, channel),
-                None => {
+                None if !done() => {
                     back_off(local);
                 }
+                None => {}
             }
         }
     }

@@ -20,8 +20,8 @@
 //!   fresh task of that channel (`Help::run_now`).
 //!
 //! The other party finds the claim empty: a shell completes at once, the
-//! waiter pops the next claim. A shell dropped unrun (close, a followup
-//! that drops it) takes the task out and drops it with itself.
+//! waiter pops the next claim. A shell dropped unrun (by close, or by a
+//! channel) takes the task out and drops it with itself.
 //!
 //! Invariant: *the erased task is in exactly one place at a time (the
 //! claim, a shell, or a fresh task), and the scope's latch counts it until

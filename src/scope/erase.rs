@@ -60,8 +60,9 @@ where
         // `future` and `slot` only, and nothing reaches them after the
         // scope ends:
         // 1. `scope()` neither returns nor unwinds before its latch opens
-        //    (`CountLatch::wait` catches panics, and aborts rather than
-        //    unwind);
+        //    (`ScopeState::run_own` catches what it runs and leaks, never
+        //    drops, a payload that escapes its catch; `CountLatch::wait`
+        //    catches panics, and aborts rather than unwind);
         // 2. the latch counts this task from before it exists until
         //    `finish` counts it down, and `finish` runs exactly once (its
         //    `scope` field is taken), on `Ready`, on a panic, or in `Drop`,

@@ -74,6 +74,14 @@ impl Help for Worker {
             sleep.wake(0);
         })
     }
+
+    fn pool_id(&self) -> usize {
+        0
+    }
+
+    /// Not used by these models (no claims: the scopes here are not opened
+    /// on a worker); the claim is modelled below.
+    fn run_now(&self, _: usize, _: &mut dyn FnMut() -> Option<super::Erased>) {}
 }
 
 /// Runs a scope of `tasks` tasks (the second, if any, submitted by the
@@ -135,4 +143,82 @@ fn a_nested_task_is_waited_for_by_a_parked_waiter() {
 #[test]
 fn a_nested_task_is_waited_for_by_a_sleeping_worker() {
     model(|| scope(2, true));
+}
+
+/// The claim (`claim`): a shell running on one thread and the waiter taking
+/// the task on another; or the shell dropped unrun while the waiter takes.
+/// Properties: the task is run exactly once and dropped exactly once.
+mod claim {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::super::claim::{Claim, Shell};
+    use super::super::Erased;
+    use crate::sync::{AtomicUsize, Ordering};
+    use loom::thread;
+    // The claim is shared through std's `Arc`, as in the pool.
+    use std::sync::Arc;
+
+    /// Counts its runs and drops.
+    struct Counted(Arc<[AtomicUsize; 2]>);
+
+    impl Future for Counted {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            self.0[0].fetch_add(1, Ordering::SeqCst);
+            Poll::Ready(())
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0[1].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn poll_once<F: Future<Output = ()> + ?Sized>(future: Pin<&mut F>) {
+        let waker = futures::task::noop_waker();
+        let _ = future.poll(&mut Context::from_waker(&waker));
+    }
+
+    fn run(shell_runs: bool) {
+        loom::model(move || {
+            let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+            let task: Erased = Box::pin(Counted(counts.clone()));
+            let claim = Arc::new(Claim::new(task, 0));
+            let mut shell = Shell::new(claim.clone());
+            let pool_side = thread::spawn(move || {
+                if shell_runs {
+                    poll_once(std::pin::pin!(&mut shell));
+                }
+                drop(shell);
+            });
+            // The waiter: takes the task if the shell did not, and runs it.
+            if let Some(mut task) = claim.take() {
+                poll_once(task.as_mut());
+            }
+            pool_side.join().unwrap();
+            let (runs, drops) = (
+                counts[0].load(Ordering::SeqCst),
+                counts[1].load(Ordering::SeqCst),
+            );
+            assert_eq!(drops, 1, "dropped exactly once");
+            if shell_runs {
+                assert_eq!(runs, 1, "run exactly once");
+            } else {
+                assert!(runs <= 1, "run at most once");
+            }
+        });
+    }
+
+    #[test]
+    fn the_shell_and_the_waiter_run_a_claimed_task_once() {
+        run(true);
+    }
+
+    #[test]
+    fn a_shell_dropped_unrun_takes_the_task_along() {
+        run(false);
+    }
 }

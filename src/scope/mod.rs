@@ -40,13 +40,17 @@
 //! `RunningTask`) keeps the scope waiting, as a thread that never ends keeps
 //! `std::thread::scope` waiting: a hang, never a dangling borrow. The wait
 //! itself cannot be left early: it catches panics of the channels it polls,
-//! and aborts the process should anything else unwind out of it.
+//! and aborts the process should anything else unwind out of it; the
+//! work-first step before it (`claim`) catches what it runs and never
+//! drops a panic payload outside that catch.
 //!
 //! # Waiting without deadlock (`help`)
 //!
 //! A scope opened inside a pool task must not block its worker: on a
 //! 1-thread pool, the scoped tasks could then never run. So a waiter on a
-//! worker thread *helps*: it runs its pool's queued tasks (by the same
+//! worker thread first runs its own not-yet-started tasks, newest first
+//! (see `claim`: that keeps recursive divide and conquer as shallow as the
+//! recursion), then *helps*: it runs its pool's queued tasks (by the same
 //! schedule as the worker loop) until the latch opens, and when there is
 //! none it goes through the pool's sleep protocol like an idle worker, with
 //! "the latch is open" added to the final check before it blocks. Any other
@@ -78,8 +82,8 @@ mod handle;
 mod help;
 mod latch;
 
-pub use handle::ScopedJoinHandle;
 pub(crate) use erase::Erased;
+pub use handle::ScopedJoinHandle;
 pub(crate) use help::{enter_worker, Help};
 
 use std::any::Any;
@@ -135,12 +139,19 @@ impl ScopeState {
             }
         }));
         if let Err(panic) = run {
-            let _ = catch_unwind(AssertUnwindSafe(|| {
+            // The payload is dropped inside the catch (its drop is user
+            // code); a payload that escapes even that is leaked, never
+            // dropped here, where unwinding would end the scope early.
+            let logged = catch_unwind(AssertUnwindSafe(move || {
                 log::error!(
                     "smartpool: a panic while a scope ran its own tasks: {}; waiting on",
                     crate::task::panic_message(&*panic)
                 );
+                drop(panic);
             }));
+            if let Err(payload) = logged {
+                std::mem::forget(payload);
+            }
         }
     }
 
@@ -215,8 +226,12 @@ impl ScopeState {
 /// as a `rayon::scope` would. A task that never finishes (a future never
 /// woken) keeps `scope` waiting.
 ///
-/// The queued tasks a waiting worker runs may be any of its pool's, as in
-/// rayon, with the same hazards: the waiting task resumes only after the
+/// A waiting worker first runs the scope's own tasks that no worker has
+/// started yet, newest first, on its own stack, whatever their channel's
+/// level (rayon's work-first order: recursive divide and conquer nests no
+/// deeper than its recursion, so it completes on one thread too). Then the
+/// queued tasks it runs may be any of its pool's, as in rayon, with the same
+/// hazards: the waiting task resumes only after the
 /// task the worker picked returns (a long low-priority task delays it); a
 /// task it picked that waits for something only the waiting task will do
 /// later deadlocks both; and a lock or `RefCell` borrow held across `scope`

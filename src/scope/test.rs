@@ -17,6 +17,8 @@ fn state() -> Arc<ScopeState> {
         // The body's count, plus the task's (as `Scope::exec` adds it).
         latch: CountLatch::new(2),
         panic: Mutex::new(None),
+        waiter_pool: None,
+        pending: Mutex::new(Vec::new()),
     })
 }
 

@@ -70,7 +70,11 @@ impl Header {
     /// responsible party only).
     fn set_cancel_reason(&self, reason: Option<CancelReason>) {
         let code = reason.map_or(UNSET, |reason| {
-            REASONS.iter().position(|&r| r == reason).expect("every reason is listed") as u8 + 1
+            REASONS
+                .iter()
+                .position(|&r| r == reason)
+                .expect("every reason is listed") as u8
+                + 1
         });
         // Rarely a change on the way into a channel: skip the store then.
         if self.cancel.load(Ordering::Relaxed) != code {

@@ -144,7 +144,10 @@ thread_local! {
 /// `reason` readable by [`cancel_reason`], for a future that reports its
 /// own end (a scoped task).
 fn cancelling<R>(reason: CancelReason, drop_future: impl FnOnce() -> R) -> R {
-    let outer = CANCELLING.try_with(|c| c.replace(Some(reason))).ok().flatten();
+    let outer = CANCELLING
+        .try_with(|c| c.replace(Some(reason)))
+        .ok()
+        .flatten();
     let result = drop_future();
     let _ = CANCELLING.try_with(|c| c.set(outer));
     result
