@@ -1,32 +1,43 @@
 //! The suite: every workload on every peer, in one process run, reported as
 //! medians and ratios to tokio, with the targets of the benchmarks issue.
 //!
+//! Throughput rows (W1–W5) keep every peer running and interleave them rep
+//! by rep (each rep runs every peer once, in an order rotated each rep), so
+//! that a change in the machine's load lands on all peers alike. The memory
+//! row (W10) runs each peer in a fresh child process.
+//!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
 //! Threads:   `SMARTPOOL_BENCH_THREADS=4` (default 2)
 //! Some rows: `SMARTPOOL_BENCH_ROWS=W4,W9` (default all)
 //! Some peers: `SMARTPOOL_BENCH_PEERS=tokio,smartpool` (default all; ratios
 //! need tokio)
+//! Under load: `SMARTPOOL_BENCH_SPIN=1` keeps one core busy with a spinning
+//! `sh` process for the whole run, as on a shared machine.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkGroup, Criterion};
 use hdrhistogram::Histogram;
 use smartpool_bench::peers::{
-    AsyncExecutor, FuturesPool, Original, Peer, Rayon, Smartpool, SmartpoolNoSlot, Spawner, Tokio,
+    AsyncExecutor, FuturesPool, Original, Peer, Rayon, Smartpool, SmartpoolCoc, SmartpoolNoSlot,
+    Spawner, Tokio,
 };
 use smartpool_bench::workloads;
 
-const PEERS: [&str; 7] = [
+const PEERS: [&str; 8] = [
     "tokio",
     "rayon",
     "async-executor",
     "futures ThreadPool",
     "smartpool",
+    "smartpool coc",
     "smartpool no slot",
     "smartpool 0.3.2",
 ];
+
+/// Set in a child process that measures one peer's W10.
+const MEMORY_CHILD: &str = "SMARTPOOL_BENCH_MEMORY_CHILD";
 
 /// Calls `$f::<Peer>($args)` for every peer, in `PEERS` order.
 macro_rules! each_peer {
@@ -36,6 +47,7 @@ macro_rules! each_peer {
         $f::<AsyncExecutor>($($a),*);
         $f::<FuturesPool>($($a),*);
         $f::<Smartpool>($($a),*);
+        $f::<SmartpoolCoc>($($a),*);
         $f::<SmartpoolNoSlot>($($a),*);
         $f::<Original>($($a),*);
     };
@@ -57,6 +69,12 @@ struct Sizes {
     backlog: usize,
     idle: Duration,
     sparse: Duration,
+    /// Throughput rows: runs per peer before measuring, and measured reps.
+    warm_up: usize,
+    reps: usize,
+    /// W10: tasks queued.
+    queued: usize,
+    spin: bool,
 }
 
 impl Sizes {
@@ -103,6 +121,10 @@ impl Sizes {
             } else {
                 Duration::from_secs(3)
             },
+            warm_up: pick(2, 1),
+            reps: pick(15, 2),
+            queued: pick(1_000_000, 10_000),
+            spin: std::env::var_os("SMARTPOOL_BENCH_SPIN").is_some(),
         }
     }
 }
@@ -149,33 +171,119 @@ impl Row {
 /// Per-unit times (ns) of every measured run, by row and peer.
 type Samples = BTreeMap<(Row, &'static str), Vec<f64>>;
 
-fn bench_row<P: Peer>(
-    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    row: Row,
-    z: &Sizes,
-    samples: &mut Samples,
-) {
-    if (row.needs_futures() && !P::FUTURES)
-        || !z.wants(&format!("{row:?}"))
-        || !z.wants_peer(P::NAME)
-    {
+/// A peer kept running through the throughput rows: runs a row once
+/// (`None` if the peer cannot run it).
+struct Runner<'z> {
+    name: &'static str,
+    run: Box<dyn FnMut(Row) -> Option<(Duration, usize)> + 'z>,
+}
+
+fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
+    if !z.wants_peer(P::NAME) {
         return;
     }
     let peer = P::start(z.threads);
     let s = peer.spawner();
-    let out = samples.entry((row, P::NAME)).or_default();
-    group.bench_function(P::NAME, |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let (took, units) = row.run(&s, z);
-                out.push(took.as_nanos() as f64 / units as f64);
-                total += took;
-            }
-            total
-        })
+    out.push(Runner {
+        name: P::NAME,
+        run: Box::new(move |row| {
+            let _running = &peer;
+            (!row.needs_futures() || P::FUTURES).then(|| row.run(&s, z))
+        }),
     });
+}
+
+/// The throughput rows, peers interleaved rep by rep.
+fn throughput(z: &Sizes, samples: &mut Samples) {
+    let rows: Vec<Row> = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5]
+        .into_iter()
+        .filter(|row| z.wants(&format!("{row:?}")))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let mut runners = Vec::new();
+    each_peer!(runner(z, &mut runners));
+    for row in rows {
+        eprintln!("{}: {} reps, peers interleaved", row.title(), z.reps);
+        for r in runners.iter_mut() {
+            for _ in 0..z.warm_up {
+                (r.run)(row);
+            }
+        }
+        let n = runners.len();
+        for rep in 0..z.reps {
+            for k in 0..n {
+                let r = &mut runners[(rep + k) % n];
+                if let Some((took, units)) = (r.run)(row) {
+                    samples
+                        .entry((row, r.name))
+                        .or_default()
+                        .push(took.as_nanos() as f64 / units as f64);
+                }
+            }
+        }
+    }
+}
+
+/// In a child process: measures W10 for the peer named `name` and prints
+/// it for the parent.
+fn memory_child<P: Peer>(name: &str, z: &Sizes) {
+    if P::NAME != name {
+        return;
+    }
+    let peer = P::start(z.threads);
+    let bytes = workloads::queued_memory(&peer.spawner(), z.threads, z.queued);
     drop(peer);
+    println!("W10 bytes per task: {bytes}");
+}
+
+/// W10 for every peer, each in a fresh child process (this binary again).
+fn memory_rows(z: &Sizes) -> BTreeMap<&'static str, f64> {
+    let mut out = BTreeMap::new();
+    if !z.wants("W10") {
+        return out;
+    }
+    let exe = std::env::current_exe().expect("the suite's own path");
+    for peer in PEERS.iter().filter(|p| z.wants_peer(p)) {
+        eprintln!("W10 memory per queued task: {peer}");
+        let child = std::process::Command::new(&exe)
+            .env(MEMORY_CHILD, peer)
+            .env_remove("SMARTPOOL_BENCH_SPIN")
+            .output();
+        let bytes = child.ok().and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix("W10 bytes per task: ")?.trim().parse().ok())
+        });
+        match bytes {
+            Some(bytes) => {
+                out.insert(*peer, bytes);
+            }
+            None => eprintln!("W10: no result from {peer}'s child process"),
+        }
+    }
+    out
+}
+
+/// Keeps one core busy (a spinning `sh`) until dropped.
+struct Spinner(std::process::Child);
+
+impl Spinner {
+    fn start() -> Spinner {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("a spinning sh");
+        Spinner(child)
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -329,30 +437,24 @@ fn plot_w7(lat: &Latency, path: &std::path::Path) -> Result<(), Box<dyn std::err
 
 fn main() {
     let z = Sizes::from_env();
-    eprintln!(
-        "smartpool suite: {} threads{}",
-        z.threads,
-        if z.quick { ", quick (CI) sizes" } else { "" }
-    );
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(if z.quick {
-            Duration::from_millis(10)
-        } else {
-            Duration::from_secs(1)
-        })
-        .measurement_time(if z.quick {
-            Duration::from_millis(50)
-        } else {
-            Duration::from_secs(4)
-        })
-        .configure_from_args();
-    let mut samples = Samples::new();
-    for row in [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5] {
-        let mut group = c.benchmark_group(row.title());
-        each_peer!(bench_row(&mut group, row, &z, &mut samples));
-        group.finish();
+    if let Ok(name) = std::env::var(MEMORY_CHILD) {
+        each_peer!(memory_child(&name, &z));
+        return;
     }
+    eprintln!(
+        "smartpool suite: {} threads{}{}",
+        z.threads,
+        if z.quick { ", quick (CI) sizes" } else { "" },
+        if z.spin {
+            ", one core kept busy by a spinning process"
+        } else {
+            ""
+        }
+    );
+    let _spinner = z.spin.then(Spinner::start);
+    let started = Instant::now();
+    let mut samples = Samples::new();
+    throughput(&z, &mut samples);
     let mut lat = Latency {
         wake: BTreeMap::new(),
         urgent: BTreeMap::new(),
@@ -360,10 +462,16 @@ fn main() {
         sparse: BTreeMap::new(),
     };
     each_peer!(latency_rows(&z, &mut lat));
+    let w10 = memory_rows(&z);
 
     // ---- report ---------------------------------------------------------
     let mut lines = vec![
-        format!("| row ({} threads) | {} |", z.threads, PEERS.join(" | ")),
+        format!(
+            "| row ({} threads{}) | {} |",
+            z.threads,
+            if z.spin { ", one core busy" } else { "" },
+            PEERS.join(" | ")
+        ),
         format!("|---|{}", "---|".repeat(PEERS.len())),
     ];
     let mut medians: BTreeMap<Row, BTreeMap<&str, f64>> = BTreeMap::new();
@@ -410,10 +518,13 @@ fn main() {
     lines.push(table_row("W9 sparse load CPU (ms/s)", &w9, |v| {
         format!("{v:.1}")
     }));
+    lines.push(table_row("W10 memory per queued task (B)", &w10, |v| {
+        format!("{v:.0}")
+    }));
 
     let ours = "smartpool";
     let r = |row: Row| medians.get(&row).and_then(|m| ratio(m, ours, "tokio"));
-    let targets: Vec<(String, Option<f64>, Option<bool>)> = vec![
+    let mut targets: Vec<(String, Option<f64>, Option<bool>)> = vec![
         (
             "W1 ≤ 0.5 × tokio".into(),
             r(Row::W1),
@@ -440,6 +551,16 @@ fn main() {
             r(Row::W5).map(|x| x <= 0.5),
         ),
         (
+            "W3 ≤ 1.0 × tokio, complete_on_close".into(),
+            medians
+                .get(&Row::W3)
+                .and_then(|m| ratio(m, "smartpool coc", "tokio")),
+            medians
+                .get(&Row::W3)
+                .and_then(|m| ratio(m, "smartpool coc", "tokio"))
+                .map(|x| x <= 1.0),
+        ),
+        (
             "W5 ≥ 3 × smartpool 0.3.2's throughput".into(),
             medians
                 .get(&Row::W5)
@@ -455,14 +576,14 @@ fn main() {
             ratio(&w6p50, ours, "tokio").map(|x| x <= 1.0),
         ),
         (
-            "W7 urgent p50 ≤ 15 µs".into(),
+            "W7 urgent p50 ≤ 10 µs".into(),
             w7p50.get(ours).map(|v| v / 1e3),
-            w7p50.get(ours).map(|v| *v <= 15e3),
+            w7p50.get(ours).map(|v| *v <= 10e3),
         ),
         (
-            "W7 urgent p99 ≤ 50 µs".into(),
+            "W7 urgent p99 ≤ 25 µs".into(),
             w7p99.get(ours).map(|v| v / 1e3),
-            w7p99.get(ours).map(|v| *v <= 50e3),
+            w7p99.get(ours).map(|v| *v <= 25e3),
         ),
         (
             "W7 drain ≤ 1.05 × tokio".into(),
@@ -480,7 +601,15 @@ fn main() {
             ratio(&w9, ours, "tokio").map(|x| x <= 1.0),
         ),
     ];
-    println!("\n## Results (value, and ratio to tokio in parentheses)\n");
+    targets.push((
+        "W10 ≤ 96 B a queued task".into(),
+        w10.get(ours).copied(),
+        w10.get(ours).map(|b| *b <= 96.0),
+    ));
+    println!(
+        "\n## Results (value, and ratio to tokio in parentheses; {:.0} s)\n",
+        started.elapsed().as_secs_f64()
+    );
     for l in &lines {
         println!("{l}");
     }

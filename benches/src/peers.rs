@@ -206,6 +206,9 @@ pub mod ours {
         pub urgent: VecDequeChannel,
         pub normal: VecDequeChannel,
         pub threads: usize,
+        /// Both channels `complete_on_close` (close waits for their tasks,
+        /// which costs a count per task), or neither.
+        pub complete_on_close: bool,
     }
 
     impl PoolBehavior for TwoLevels {
@@ -217,11 +220,11 @@ pub mod ours {
                 levels: vec![
                     vec![ChannelParams {
                         key: Level::Urgent,
-                        complete_on_close: false,
+                        complete_on_close: self.complete_on_close,
                     }],
                     vec![ChannelParams {
                         key: Level::Normal,
-                        complete_on_close: false,
+                        complete_on_close: self.complete_on_close,
                     }],
                 ],
             }
@@ -248,6 +251,33 @@ impl Peer for Smartpool {
                 urgent: smartpool::VecDequeChannel::new(),
                 normal: smartpool::VecDequeChannel::new(),
                 threads,
+                complete_on_close: false,
+            })
+            .expect("smartpool"),
+        )
+    }
+    fn spawner(&self) -> Arc<smartpool::Pool<ours::TwoLevels>> {
+        self.0.pool.clone()
+    }
+}
+
+/// smartpool with both channels `complete_on_close`: close waits for every
+/// task, which counts each one in and out (tokio's runtime drops its tasks
+/// at shutdown, like the default peer's channels).
+pub struct SmartpoolCoc(smartpool::OwnedPool<ours::TwoLevels>);
+
+impl Peer for SmartpoolCoc {
+    const NAME: &'static str = "smartpool coc";
+    const FUTURES: bool = true;
+    const LEVELS: bool = true;
+    type Spawner = Arc<smartpool::Pool<ours::TwoLevels>>;
+    fn start(threads: usize) -> SmartpoolCoc {
+        SmartpoolCoc(
+            smartpool::OwnedPool::new(ours::TwoLevels {
+                urgent: smartpool::VecDequeChannel::new(),
+                normal: smartpool::VecDequeChannel::new(),
+                threads,
+                complete_on_close: true,
             })
             .expect("smartpool"),
         )
@@ -273,6 +303,7 @@ impl Peer for SmartpoolNoSlot {
                 urgent: smartpool::VecDequeChannel::without_lifo_slot(),
                 normal: smartpool::VecDequeChannel::without_lifo_slot(),
                 threads,
+                complete_on_close: false,
             })
             .expect("smartpool"),
         )

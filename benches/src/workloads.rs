@@ -213,3 +213,43 @@ pub fn sparse_cost<S: Spawner>(s: &S, total: Duration, every: Duration) -> Durat
     let used = process_cpu() - before;
     used.div_f64(start.elapsed().as_secs_f64())
 }
+
+/// The process's resident memory now, in bytes (Linux `statm`).
+pub fn resident_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// W10: bytes of resident memory per queued trivial task. Every worker is
+/// blocked first (one task each, waiting on a gate), then `n` tasks are
+/// submitted from outside and the resident memory read before and after;
+/// then the gate opens and everything runs. Run it in a fresh process: a
+/// heap that earlier rows grew would absorb the queue without new pages.
+pub fn queued_memory<S: Spawner>(s: &S, threads: usize, n: usize) -> f64 {
+    let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let blocked = Latch::new(threads);
+    for _ in 0..threads {
+        let (gate, blocked) = (gate.clone(), blocked.clone());
+        s.spawn(move || {
+            blocked.done();
+            let mut open = gate.0.lock().unwrap();
+            while !*open {
+                open = gate.1.wait(open).unwrap();
+            }
+        });
+    }
+    blocked.wait();
+    let latch = Latch::new(n);
+    let before = resident_bytes();
+    for _ in 0..n {
+        let latch = latch.clone();
+        s.spawn(move || latch.done());
+    }
+    let after = resident_bytes();
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    latch.wait();
+    after.saturating_sub(before) as f64 / n as f64
+}
