@@ -180,8 +180,6 @@ fn enqueue<C: Channel + ?Sized>(
 ) {
     let shared = &link.shared;
     shared.account(&task, link.index);
-    // In a channel, a drop is the pool's or the channel's doing.
-    task.set_cancel_reason(None);
     let lifo = lifo && shared.channels[link.index].lowest;
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
@@ -201,11 +199,7 @@ fn enqueue<C: Channel + ?Sized>(
     // over a stored task would strand it). A task it did not store was
     // dropped in the unwinding, which cancels it.
     if let Err(panic) = catch_unwind(AssertUnwindSafe(|| push(task, link))) {
-        log::error!(
-            "smartpool: channel {} panicked in push: {}",
-            shared.channels[link.index].name,
-            crate::task::panic_message(&*panic)
-        );
+        push_panicked(shared, link.index, panic);
     }
     // Marks the status bit (post fence, and set fence if it set it), then
     // wakes a sleeper.
@@ -215,6 +209,17 @@ fn enqueue<C: Channel + ?Sized>(
         // have missed our task (see `pool::close`): drain it ourselves.
         super::drain(channel, shared);
     }
+}
+
+/// Logs a panic of channel `index`'s `push`.
+#[cold]
+#[inline(never)]
+fn push_panicked(shared: &crate::pool::Shared, index: usize, panic: Box<dyn std::any::Any + Send>) {
+    log::error!(
+        "smartpool: channel {} panicked in push: {}",
+        shared.channels[index].name,
+        crate::task::panic_message(&*panic)
+    );
 }
 
 /// A future the pool did not accept, given back to the caller.

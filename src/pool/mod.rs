@@ -49,8 +49,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// Hands a woken task to the behavior's followup. A panicking followup
     /// is caught (the task it held is dropped, which cancels it).
     fn followup(&self, task: RunningTask) {
-        let from = self.keys[task.from()];
-        task.set_cancel_reason(Some(crate::task::CancelReason::DroppedByFollowup));
+        let from = self.keys[task.to_followup()];
         let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
         if let Err(panic) = result {
             log::error!(
@@ -107,16 +106,28 @@ impl<B: PoolBehavior> Pool<B> {
                 Ok(task)
             }
             Err(panic) => {
-                log::error!(
-                    "smartpool: channel {} panicked in pop: {}; the worker leaves it alone for a while",
-                    self.shared.channels[index].name,
-                    crate::task::panic_message(&*panic)
-                );
-                if let Some(local) = worker.local() {
-                    local.fault(index);
-                }
+                self.pop_panicked(worker, index, panic);
                 Err(())
             }
+        }
+    }
+
+    /// Logs a panic of channel `index`'s `pop` and records the fault.
+    #[cold]
+    #[inline(never)]
+    fn pop_panicked(
+        &self,
+        worker: &WorkerContext<'_>,
+        index: usize,
+        panic: Box<dyn std::any::Any + Send>,
+    ) {
+        log::error!(
+            "smartpool: channel {} panicked in pop: {}; the worker leaves it alone for a while",
+            self.shared.channels[index].name,
+            crate::task::panic_message(&*panic)
+        );
+        if let Some(local) = worker.local() {
+            local.fault(index);
         }
     }
 

@@ -39,10 +39,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Close accounting for `task` entering channel `index`.
+    /// Close accounting for `task` entering channel `index` (which also
+    /// records that dropping it now is the pool's or the channel's doing).
     pub(crate) fn account(&self, task: &RunningTask, index: usize) {
         let counted = self.channels[index].complete_on_close;
-        match (task.swap_counted(counted), counted) {
+        match (task.enter_channel(counted), counted) {
             (false, true) => self.close.count(),
             (true, false) => self.release_counted(),
             _ => {}

@@ -57,25 +57,11 @@ impl Drop for Header {
 /// No reason recorded: see [`Header::cancel`].
 const UNSET: u8 = 0;
 
-const REASONS: [CancelReason; 5] = [
-    CancelReason::PoolClosed,
-    CancelReason::ChannelNotAttached,
-    CancelReason::DroppedByFollowup,
-    CancelReason::OtherPool,
-    CancelReason::DroppedByChannel,
-];
-
 impl Header {
     /// Records why the task is cancelled if its token is dropped now (the
-    /// responsible party only).
+    /// responsible party only); `None`: the pool decides.
     fn set_cancel_reason(&self, reason: Option<CancelReason>) {
-        let code = reason.map_or(UNSET, |reason| {
-            REASONS
-                .iter()
-                .position(|&r| r == reason)
-                .expect("every reason is listed") as u8
-                + 1
-        });
+        let code = reason.map_or(UNSET, |reason| reason as u8);
         // Rarely a change on the way into a channel: skip the store then.
         if self.cancel.load(Ordering::Relaxed) != code {
             self.cancel.store(code, Ordering::Relaxed);
@@ -84,12 +70,12 @@ impl Header {
 
     /// Why the task is being cancelled (see [`Header::cancel`]).
     fn cancel_reason(&self) -> CancelReason {
-        match self.cancel.load(Ordering::Relaxed) {
-            UNSET => match self.scheduler.upgrade() {
+        match CancelReason::from_code(self.cancel.load(Ordering::Relaxed)) {
+            Some(reason) => reason,
+            None => match self.scheduler.upgrade() {
                 Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
                 _ => CancelReason::PoolClosed,
             },
-            code => REASONS[usize::from(code) - 1],
         }
     }
 
@@ -164,7 +150,14 @@ impl<F: Future> Drop for TaskCell<F> {
         self.stage.with_mut(|stage| {
             // SAFETY: `&mut self`: nobody else can reach the stage.
             let stage = unsafe { &mut *stage };
-            Self::set_stage(stage, Stage::Consumed);
+            let nothing_to_drop = match stage {
+                Stage::Consumed => true,
+                Stage::Finished(Ok(_)) => !std::mem::needs_drop::<F::Output>(),
+                _ => false,
+            };
+            if !nothing_to_drop {
+                Self::set_stage(stage, Stage::Consumed);
+            }
         });
     }
 }
@@ -211,6 +204,24 @@ impl RunningTask {
     /// Index of the channel the task was last taken from.
     pub(crate) fn from(&self) -> usize {
         self.header().from.load(Ordering::Relaxed)
+    }
+
+    /// The token goes to the behavior's followup: returns the index of
+    /// the channel the task came from, and records that a drop now is the
+    /// followup's (one header access for both).
+    pub(crate) fn to_followup(&self) -> usize {
+        let header = self.header();
+        header.set_cancel_reason(Some(CancelReason::DroppedByFollowup));
+        header.from.load(Ordering::Relaxed)
+    }
+
+    /// The token enters a channel: sets whether the task counts towards
+    /// close, returning the old value, and records that a drop now is the
+    /// pool's or the channel's (one header access for both).
+    pub(crate) fn enter_channel(&self, counted: bool) -> bool {
+        let header = self.header();
+        header.set_cancel_reason(None);
+        header.swap_counted(counted)
     }
 
     /// Records the channel the task was taken from, for its followup.

@@ -159,25 +159,38 @@ pub struct JoinError {
 /// Why a task was cancelled: see [`JoinError::cancel_reason`].
 #[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum CancelReason {
     /// The pool is closing or closed: it refused the task, or dropped it
     /// queued (a channel that is not `complete_on_close`), or the task was
     /// woken after the pool terminated.
-    PoolClosed,
+    PoolClosed = 1,
     /// The channel it was submitted to is attached to no pool: it is
     /// missing from the behavior's config (or the pool failed to start).
-    ChannelNotAttached,
+    ChannelNotAttached = 2,
     /// The behavior's `followup` dropped the woken task instead of
     /// submitting it (or panicked).
-    DroppedByFollowup,
+    DroppedByFollowup = 3,
     /// A followup submitted the task to a channel of another pool.
-    OtherPool,
+    OtherPool = 4,
     /// Its channel dropped it (a channel of your own discarding a task)
     /// while the pool was open.
-    DroppedByChannel,
+    DroppedByChannel = 5,
 }
 
 impl CancelReason {
+    /// The reason whose discriminant is `code`, if any (0 is none).
+    pub(crate) fn from_code(code: u8) -> Option<CancelReason> {
+        Some(match code {
+            1 => CancelReason::PoolClosed,
+            2 => CancelReason::ChannelNotAttached,
+            3 => CancelReason::DroppedByFollowup,
+            4 => CancelReason::OtherPool,
+            5 => CancelReason::DroppedByChannel,
+            _ => return None,
+        })
+    }
+
     fn describe(self) -> &'static str {
         match self {
             CancelReason::PoolClosed => "the pool closed before it finished",
