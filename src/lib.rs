@@ -79,7 +79,12 @@
 //!
 //! Each concurrent part is one module whose documentation states its protocol
 //! and invariant: `status` (the bitfield), `sleep` (rayon's jobs event
-//! counter protocol), `task` (responsibility transfer), `pool::close`.
+//! counter protocol), `task` (responsibility transfer), `core::close` (the
+//! close accounting), `core::context` (the worker context, the crate's one
+//! thread-local), `lifo` (the stealable slot), `scope::claim` (work-first
+//! waits). Modules import downward only: `context`, `sync`, `status`,
+//! `sleep`, `lifo`, `task`, then `core`, the queues (`steal`), `channel`,
+//! `behavior` and `schedule`, `pool`, and the extras (`scope`, `time`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(
@@ -91,6 +96,8 @@
 
 mod behavior;
 mod channel;
+mod context;
+mod core;
 mod lifo;
 mod pool;
 mod run;
@@ -103,6 +110,7 @@ mod sync;
 mod task;
 mod time;
 
+pub use crate::core::context::WorkerContext;
 pub use behavior::{
     ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm, MAX_THREADS,
 };
@@ -113,7 +121,7 @@ pub use channel::{
 pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
 pub use scope::{scope, Scope, ScopedJoinHandle};
-pub use steal::{WorkQueue, WorkerContext};
+pub use steal::WorkQueue;
 pub use task::{CancelReason, JoinError, JoinHandle, RunningTask};
 pub use time::{Periodic, Sleep, TimeScheduler};
 

@@ -61,308 +61,17 @@
 //! a worker's fence sees every push whose pusher fenced first (fence to
 //! fence, see `status`).
 
-use std::cell::{Cell, RefCell};
-use std::fmt;
-use std::rc::Rc;
-use std::thread::LocalKey;
-use std::time::{Duration, Instant};
-
 use std::collections::VecDeque;
+use std::fmt;
 // Plain std, as crossbeam's deques: no loom model runs a `WorkQueue`.
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crossbeam_deque::{Steal, Stealer, Worker};
+use crossbeam_deque::{Steal, Worker};
 
-use crate::channel::ChannelLink;
-use crate::lifo::LifoSlot;
-use crate::pool::Shared;
+use crate::core::context::{WorkerContext, WorkerLocal};
+use crate::core::link::ChannelLink;
 use crate::task::RunningTask;
-
-/// The deques a worker thread owns, one per channel index.
-pub(crate) struct WorkerLocal {
-    pub(crate) pool_id: usize,
-    pub(crate) index: usize,
-    deques: Box<[Worker<RunningTask>]>,
-    /// Per channel: pops since this worker last looked at the injector
-    /// first (see the module doc's fairness).
-    pops: Box<[Cell<u32>]>,
-    /// Per channel: when this worker looks at it again after its `pop`
-    /// panicked, and the back-off after the next panic.
-    faults: Box<[Cell<Fault>]>,
-    /// Whether any entry of `faults` leaves its channel alone: one load on
-    /// the hot path (cleared when the last back-off is seen to run out).
-    faulted: Cell<bool>,
-    /// The worker's own state about its LIFO slot (see `lifo`).
-    pub(crate) lifo: LifoSlot,
-    /// Where the worker's next search round looks at the other workers'
-    /// slots (see `lifo::watch::Watch::observe_window`).
-    pub(crate) watch_from: Cell<usize>,
-    /// Whether the worker holds its idle state (searching or asleep).
-    pub(crate) idle: Cell<bool>,
-    /// An address near the top of the worker thread's stack.
-    pub(crate) stack_base: Cell<usize>,
-}
-
-impl WorkerLocal {
-    /// Creates a worker's deques and returns the matching stealers.
-    pub(crate) fn new(
-        pool_id: usize,
-        index: usize,
-        channels: usize,
-    ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
-        let deques: Box<[Worker<RunningTask>]> =
-            (0..channels).map(|_| Worker::new_fifo()).collect();
-        let stealers = deques.iter().map(Worker::stealer).collect();
-        (
-            WorkerLocal {
-                pool_id,
-                index,
-                deques,
-                pops: (0..channels).map(|_| Cell::new(0)).collect(),
-                faults: (0..channels).map(|_| Cell::new(Fault::NONE)).collect(),
-                faulted: Cell::new(false),
-                lifo: LifoSlot::default(),
-                watch_from: Cell::new(index + 1),
-                idle: Cell::new(false),
-                stack_base: Cell::new(0),
-            },
-            stealers,
-        )
-    }
-
-    /// Whether this pop of `channel` is the one in [`FAIRNESS_INTERVAL`]
-    /// that looks at the injector first; counts the pop.
-    fn injector_first(&self, channel: usize) -> bool {
-        let pops = &self.pops[channel];
-        let n = pops.get() + 1;
-        let turn = n >= FAIRNESS_INTERVAL;
-        pops.set(if turn { 0 } else { n });
-        turn
-    }
-
-    /// Whether this worker leaves `channel` alone for now: its `pop`
-    /// panicked less than the back-off ago.
-    pub(crate) fn skips(&self, channel: usize) -> bool {
-        if !self.faulted.get() {
-            return false;
-        }
-        self.faults[channel]
-            .get()
-            .until
-            .is_some_and(|until| Instant::now() < until)
-    }
-
-    /// `channel`'s `pop` panicked: leave it alone for a back-off that
-    /// doubles with each panic in a row (a panic within [`Fault::LONGEST`]
-    /// times 4 of the last), from 1 ms up to 100 ms, so that a channel that
-    /// always panics costs a bounded share of the worker.
-    pub(crate) fn fault(&self, channel: usize) {
-        let now = Instant::now();
-        let fault = self.faults[channel].get();
-        let in_a_row = fault
-            .last
-            .is_some_and(|last| now.duration_since(last) < Fault::LONGEST * 4);
-        let backoff = if in_a_row { fault.next } else { Fault::FIRST };
-        self.faults[channel].set(Fault {
-            until: Some(now + backoff),
-            next: (backoff * 2).min(Fault::LONGEST),
-            last: Some(now),
-        });
-        self.faulted.set(true);
-    }
-
-    /// `channel`'s `pop` returned: its back-off starts over.
-    pub(crate) fn recovered(&self, channel: usize) {
-        if self.faulted.get() {
-            self.faults[channel].set(Fault::NONE);
-            self.faulted
-                .set(self.faults.iter().any(|f| f.get().until.is_some()));
-        }
-    }
-
-    /// When the first channel this worker leaves alone is due again, if
-    /// any is left alone now (a back-off that ran out is forgotten).
-    pub(crate) fn next_retry(&self) -> Option<Instant> {
-        if !self.faulted.get() {
-            return None;
-        }
-        let now = Instant::now();
-        let mut next: Option<Instant> = None;
-        for fault in self.faults.iter() {
-            let mut f = fault.get();
-            match f.until {
-                Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
-                Some(_) => {
-                    f.until = None;
-                    fault.set(f);
-                }
-                None => {}
-            }
-        }
-        self.faulted.set(next.is_some());
-        next
-    }
-
-    /// Empties the slot and every local deque (at exit), dropping what it
-    /// finds.
-    pub(crate) fn drain(&self, shared: &Shared) {
-        drop(shared.lifo[self.index].take());
-        for deque in self.deques.iter() {
-            while let Some(task) = deque.pop() {
-                drop(task);
-            }
-        }
-    }
-}
-
-/// A worker's back-off from a channel whose `pop` panicked.
-#[derive(Copy, Clone, Debug)]
-struct Fault {
-    /// Left alone until then.
-    until: Option<Instant>,
-    /// The next back-off, if the next panic comes in a row.
-    next: Duration,
-    /// When it last panicked.
-    last: Option<Instant>,
-}
-
-impl Fault {
-    const NONE: Fault = Fault {
-        until: None,
-        next: Fault::FIRST,
-        last: None,
-    };
-    const FIRST: Duration = Duration::from_millis(1);
-    const LONGEST: Duration = Duration::from_millis(100);
-}
-
-thread_local! {
-    /// The worker whose thread this is, if it is one.
-    static CURRENT: RefCell<Option<Rc<WorkerLocal>>> = const { RefCell::new(None) };
-}
-
-/// Marks this thread as `local`'s worker until the guard drops.
-pub(crate) fn enter(local: Rc<WorkerLocal>) -> impl Drop {
-    set_until_drop(&CURRENT, local)
-}
-
-/// Stores `value` in the thread-local `key` until the guard drops (or the
-/// thread's locals are being destroyed).
-pub(crate) fn set_until_drop<T: 'static>(
-    key: &'static LocalKey<RefCell<Option<T>>>,
-    value: T,
-) -> impl Drop {
-    struct Clear<T: 'static>(&'static LocalKey<RefCell<Option<T>>>);
-    impl<T: 'static> Drop for Clear<T> {
-        fn drop(&mut self) {
-            let _ = self.0.try_with(|c| c.borrow_mut().take());
-        }
-    }
-    key.with(|c| *c.borrow_mut() = Some(value));
-    Clear(key)
-}
-
-/// Whether the calling thread is a worker of the pool `pool_id`.
-pub(crate) fn is_worker_of(pool_id: usize) -> bool {
-    CURRENT
-        .try_with(|c| c.borrow().as_ref().is_some_and(|l| l.pool_id == pool_id))
-        .unwrap_or(false)
-}
-
-/// Hands `task` to `keep` with the calling thread's worker, if it is a
-/// worker of `shared`'s pool; `keep` gives it back if it does not keep it.
-/// Returns the task if nobody kept it.
-fn keep_on_worker(
-    shared: &Shared,
-    task: RunningTask,
-    keep: impl FnOnce(&WorkerLocal, RunningTask) -> Result<(), RunningTask>,
-) -> Result<(), RunningTask> {
-    let mut task = Some(task);
-    let _ = CURRENT.try_with(|c| {
-        if let Some(local) = c.borrow().as_ref().filter(|l| l.pool_id == shared.id) {
-            task = keep(local, task.take().expect("kept once")).err();
-        }
-    });
-    task.map_or(Ok(()), Err)
-}
-
-/// Offers `task` (of channel `channel`) to the calling worker's LIFO slot,
-/// if the caller is a worker of `shared`'s pool; gives it back if not, or if
-/// the slot refuses it (see `lifo`). On success, says whether the worker is
-/// idle (it then counts among the awake idle workers, but may not come back
-/// for the task: it may be helping inside a wait).
-pub(crate) fn offer_lifo(
-    shared: &Shared,
-    channel: usize,
-    task: RunningTask,
-) -> Result<bool, RunningTask> {
-    let mut idle = false;
-    keep_on_worker(shared, task, |local, task| {
-        idle = local.idle.get();
-        local.lifo.offer(&shared.lifo[local.index], channel, task)
-    })
-    .map(|()| idle)
-}
-
-/// Pushes `task` onto the calling worker's local deque for `channel`, if
-/// the caller is a worker of `shared`'s pool that is not moving its slot's
-/// task out (that goes behind outside work); gives it back if not.
-pub(crate) fn push_local(
-    shared: &Shared,
-    channel: usize,
-    task: RunningTask,
-) -> Result<(), RunningTask> {
-    keep_on_worker(shared, task, |local, task| {
-        if local.lifo.is_flushing() {
-            return Err(task);
-        }
-        local.deques[channel].push(task);
-        Ok(())
-    })
-}
-
-/// Who is asking a channel for a task: a worker (with its local deques) or
-/// another thread (draining a closed pool). Passed to
-/// [`Channel::pop`](crate::Channel::pop).
-pub struct WorkerContext<'a> {
-    shared: &'a Shared,
-    local: Option<&'a WorkerLocal>,
-}
-
-impl<'a> WorkerContext<'a> {
-    pub(crate) fn worker(shared: &'a Shared, local: &'a WorkerLocal) -> WorkerContext<'a> {
-        WorkerContext {
-            shared,
-            local: Some(local),
-        }
-    }
-
-    pub(crate) fn outside(shared: &'a Shared) -> WorkerContext<'a> {
-        WorkerContext {
-            shared,
-            local: None,
-        }
-    }
-
-    pub(crate) fn local(&self) -> Option<&'a WorkerLocal> {
-        self.local
-    }
-
-    /// The index of the asking worker, or `None` if it is not a worker.
-    pub fn worker_index(&self) -> Option<usize> {
-        self.local.map(|l| l.index)
-    }
-}
-
-impl fmt::Debug for WorkerContext<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkerContext")
-            .field("pool", &self.shared.id)
-            .field("worker", &self.worker_index())
-            .finish()
-    }
-}
 
 /// A work-stealing FIFO: the building block of
 /// [`VecDequeChannel`](crate::VecDequeChannel), usable in channels of your
@@ -373,7 +82,17 @@ pub struct WorkQueue {
 
 /// Every this many pops of a channel, a worker looks at the channel's
 /// injector before its own deque (see the module doc): tokio's number.
-pub(crate) const FAIRNESS_INTERVAL: u32 = 61;
+const FAIRNESS_INTERVAL: u32 = 61;
+
+/// Whether this pop of `channel` by `local` is the one in
+/// [`FAIRNESS_INTERVAL`] that looks at the injector first; counts the pop.
+fn injector_first(local: &WorkerLocal, channel: usize) -> bool {
+    let pops = &local.pops[channel];
+    let n = pops.get() + 1;
+    let turn = n >= FAIRNESS_INTERVAL;
+    pops.set(if turn { 0 } else { n });
+    turn
+}
 
 /// The most tasks one batch takes from the injector (about crossbeam's,
 /// which takes up to 33): half of what is queued, up to this many, so that
@@ -460,13 +179,13 @@ impl WorkQueue {
     }
 
     /// Takes a task: local deque, then injector, then the other workers'
-    /// deques; every [`FAIRNESS_INTERVAL`]th pop by a worker, the injector
+    /// deques; every 61st pop by a worker, the injector
     /// before the local deque (see the module doc). `None` only if it found
     /// every source empty.
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
-        let local = worker.local.map(|l| &l.deques[channel]);
-        if worker.local.is_some_and(|l| l.injector_first(channel)) {
+        let local = worker.local().map(|l| &l.deques[channel]);
+        if worker.local().is_some_and(|l| injector_first(l, channel)) {
             if let Some(task) = self.injector.steal(local) {
                 return Some(moved(task, local, link));
             }
@@ -474,9 +193,9 @@ impl WorkQueue {
         if let Some(task) = local.and_then(Worker::pop) {
             return Some(task);
         }
-        let stealers = &worker.shared.stealers;
+        let stealers = &worker.shared().stealers;
         let workers = stealers.len();
-        let me = worker.local.map_or(0, |l| l.index);
+        let me = worker.local().map_or(0, |l| l.index);
         loop {
             let mut retry = false;
             if let Some(task) = self.injector.steal(local) {
@@ -484,7 +203,7 @@ impl WorkQueue {
             }
             for k in 1..=workers {
                 let victim = (me + k) % workers;
-                if Some(victim) == worker.local.map(|l| l.index) {
+                if Some(victim) == worker.local().map(|l| l.index) {
                     continue;
                 }
                 let stealer = &stealers[victim][channel];

@@ -248,10 +248,10 @@ fn dropping_an_owned_pool_in_a_thread_local_destructor_closes_it() {
         let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
         let gate = Gate::new();
         let g = gate.clone();
-        let _ = owned.pool.high.exec(run(move || {
+        drop(owned.pool.high.exec(run(move || {
             g.wait();
             r.fetch_add(1, Ordering::SeqCst);
-        }));
+        })));
         POOL.with(|p| *p.borrow_mut() = Some(owned));
         gate.open();
     })

@@ -94,9 +94,9 @@ fn inside<T: Send + 'static>(
 ) -> T {
     let pool = owned.pool.clone();
     let (tx, rx) = std::sync::mpsc::channel();
-    let _ = owned.pool.work.exec(run(move || {
+    drop(owned.pool.work.exec(run(move || {
         let _ = tx.send(f(&pool));
-    }));
+    })));
     match rx.recv_timeout(FAILSAFE * 3) {
         Ok(value) => value,
         Err(_) => {

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot, Rejected};
-use crate::steal::WorkerContext;
+use crate::core::context::WorkerContext;
 use crate::task::{JoinHandle, RunningTask};
 
 /// Serves the task with the earliest deadline first; tasks with equal

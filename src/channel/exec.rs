@@ -6,7 +6,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Channel, ChannelLink};
-use crate::steal;
+
 use crate::task::{self, CancelReason, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -184,7 +184,7 @@ fn enqueue<C: Channel + ?Sized>(
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
         // if no other worker is awake and idle to steal it (see `lifo`).
-        match steal::offer_lifo(shared, link.index, task) {
+        match crate::core::context::offer_lifo(shared, link.index, task) {
             Ok(filler_idle) => {
                 shared.sleep.slot_filled(filler_idle);
                 return;
@@ -214,7 +214,7 @@ fn enqueue<C: Channel + ?Sized>(
 /// Logs a panic of channel `index`'s `push`.
 #[cold]
 #[inline(never)]
-fn push_panicked(shared: &crate::pool::Shared, index: usize, panic: Box<dyn std::any::Any + Send>) {
+fn push_panicked(shared: &crate::core::Shared, index: usize, panic: Box<dyn std::any::Any + Send>) {
     log::error!(
         "smartpool: channel {} panicked in push: {}",
         shared.channels[index].name,

@@ -1,7 +1,8 @@
 //! The first-in, first-out channel.
 
 use super::{AlreadyAttached, Channel, ChannelLink, LinkSlot};
-use crate::steal::{WorkQueue, WorkerContext};
+use crate::core::context::WorkerContext;
+use crate::steal::WorkQueue;
 use crate::task::RunningTask;
 
 /// A first-in, first-out channel with work stealing.

@@ -24,17 +24,16 @@
 mod deadline;
 mod exec;
 mod fifo;
-mod link;
 mod multi;
 
+pub use crate::core::link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use deadline::ShortestDeadlineFirst;
 pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
-pub use link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use multi::MultiChannel;
 
-use crate::pool::Shared;
-use crate::steal::WorkerContext;
+use crate::core::context::WorkerContext;
+use crate::core::Shared;
 use crate::task::RunningTask;
 
 /// Drops every task `channel` holds (which cancels them), looking from

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot};
-use crate::steal::WorkerContext;
+use crate::core::context::WorkerContext;
 use crate::task::RunningTask;
 
 /// Several inner channels behind one key: submissions go to them in turn

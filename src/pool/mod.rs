@@ -1,13 +1,10 @@
 //! The pool: `Pool` (shared, derefs to the behavior), `OwnedPool` (start
 //! and close), the worker loop, and the close protocol.
 
-mod close;
 mod owned;
-mod shared;
 mod worker;
 
 pub use owned::{Close, OwnedPool};
-pub(crate) use shared::Shared;
 
 use std::fmt;
 use std::ops::Deref;
@@ -16,8 +13,9 @@ use std::sync::Arc;
 
 use crate::behavior::PoolBehavior;
 use crate::channel::Channel;
+use crate::core::context::WorkerContext;
+use crate::core::Shared;
 use crate::schedule::Levels;
-use crate::steal::WorkerContext;
 use crate::task::{RunningTask, Schedule};
 
 /// A running pool, shared as `Arc<Pool<B>>`. Derefs to the behavior, so

@@ -8,17 +8,16 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::thread;
 
-use super::close::CloseState;
-use super::shared::{ChannelInfo, Shared};
 use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior, ScheduleAlgorithm};
 use crate::channel::ChannelLink;
+use crate::core::context::{self, WorkerLocal};
+use crate::core::{ChannelInfo, CloseState, Shared};
 use crate::lifo::slot::Slot;
 use crate::lifo::watch::Watch;
 use crate::schedule::Levels;
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
-use crate::steal::{self, WorkerLocal};
 use crate::task::Schedule;
 
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
@@ -174,7 +173,7 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         }
         self.pool.shared.begin_close();
         let threads = std::mem::take(&mut self.threads);
-        if steal::is_worker_of(self.pool.shared.id) {
+        if context::is_worker_of(self.pool.shared.id) {
             log::warn!(
                 "smartpool: OwnedPool dropped on its own worker thread; closing without waiting"
             );
@@ -213,7 +212,7 @@ impl Future for Close {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if !self.shared.close.poll_finished(cx.waker()) {
-            if steal::is_worker_of(self.shared.id) {
+            if context::is_worker_of(self.shared.id) {
                 panic!(
                     "smartpool: OwnedPool::close() awaited on one of the pool's own worker \
                      threads, which would wait for itself; close the pool from outside it, \

@@ -3,36 +3,31 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
+use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
-use crate::scope::{self, Erased, Help};
 use crate::sleep::Check;
-use crate::steal::{self, WorkerContext, WorkerLocal};
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
 
 /// Body of worker thread `local.index`.
 pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
     local.stack_base.set(stack_address());
-    let local = Rc::new(local);
-    let entered = steal::enter(local.clone());
-    // The helper owns the worker's reference to the pool: one per worker,
-    // held from the thread's start to its end.
-    let helper = Rc::new(Helper {
-        pool,
-        local: local.clone(),
-    });
-    let pool = &helper.pool;
-    let helping = scope::enter_worker(helper.clone());
-    let rescheduling = crate::task::enter_worker(helper.clone());
+    // The worker's context: its hooks hold the worker's reference to the
+    // pool (one per worker, from the thread's start to its end), and `pool`
+    // here another, which outlives the context (its invariant: the pool is
+    // alive while the address is set).
+    let address = Arc::as_ptr(&pool).cast::<()>();
+    let hooks = Box::new(Hooks { pool: pool.clone() });
+    let (local, entered) = local.enter(address, hooks);
+    let pool = &pool;
     // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
     // are caught where they are called; what is left to unwind out of
     // `work` is user code no protocol step depends on (the behavior's
@@ -51,8 +46,6 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }
-    drop(helping);
-    drop(rescheduling);
     local.drain(&pool.shared);
     drop(entered);
     let shared = &pool.shared;
@@ -195,11 +188,9 @@ fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, se
     }
 }
 
-/// A worker thread's pool, for a scope that waits on that thread and for
-/// wakes on that thread.
-struct Helper<B: PoolBehavior> {
+/// What the pool does for its worker threads (see `core::context`).
+struct Hooks<B: PoolBehavior> {
     pool: Arc<Pool<B>>,
-    local: Rc<WorkerLocal>,
 }
 
 /// A worker thread's stack: twice std's default, because a scope waiting
@@ -221,17 +212,7 @@ fn stack_address() -> usize {
     std::hint::black_box(&marker) as *const u8 as usize
 }
 
-impl<B: PoolBehavior> crate::task::WorkerPool for Helper<B> {
-    fn address(&self) -> *const () {
-        Arc::as_ptr(&self.pool).cast()
-    }
-
-    fn reschedule(&self, task: RunningTask) {
-        crate::task::Schedule::reschedule(&*self.pool, task);
-    }
-}
-
-impl<B: PoolBehavior> Help for Helper<B> {
+impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     /// The worker loop, with `done` for its end, and these differences:
     /// * With more than [`HELP_STACK_BUDGET`] of its stack in use, it does
     ///   not help: it moves its LIFO slot's task to its channel (where the
@@ -247,10 +228,9 @@ impl<B: PoolBehavior> Help for Helper<B> {
     ///   fences and drains every channel (a push that raced termination is
     ///   either seen by that drain or drained by its pusher), then returns
     ///   `false`, for the caller to park.
-    fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
+    fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
         let pool = &*self.pool;
         let shared = &*pool.shared;
-        let local = &*self.local;
         if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
             if let Some((channel, task)) = shared.lifo[local.index].take() {
                 local
@@ -296,14 +276,14 @@ impl<B: PoolBehavior> Help for Helper<B> {
         }
     }
 
-    fn pool_id(&self) -> usize {
-        self.pool.shared.id
-    }
-
-    fn run_now(&self, index: usize, take: &mut dyn FnMut() -> Option<Erased>) {
+    fn run_now(
+        &self,
+        local: &WorkerLocal,
+        index: usize,
+        take: &mut dyn FnMut() -> Option<LocalTask>,
+    ) {
         let pool = &*self.pool;
         let shared = &*pool.shared;
-        let local = &*self.local;
         if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
             return;
         }
@@ -326,9 +306,9 @@ impl<B: PoolBehavior> Help for Helper<B> {
         execute(pool, local, task, index);
     }
 
-    fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
+    fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         let shared = self.pool.shared.clone();
-        let index = self.local.index;
+        let index = local.index;
         Box::new(move || {
             shared.sleep.rouse(index);
         })

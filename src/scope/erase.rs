@@ -14,7 +14,7 @@ use super::ScopeState;
 use crate::task::{panic_message, CancelReason, JoinError};
 
 /// A scoped task, as the pool sees it.
-pub(crate) type Erased = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+pub(crate) type Erased = crate::core::context::LocalTask;
 
 /// How a scoped task ended.
 enum End<T> {

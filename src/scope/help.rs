@@ -1,12 +1,13 @@
-//! How a waiting worker thread reaches its pool: the worker loop registers
-//! a [`Help`] for its thread, which a scope's wait finds here.
+//! How a waiting worker thread reaches its pool: a scope's wait finds the
+//! calling thread's worker in the worker context and helps through it.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::erase::Erased;
+use crate::core::context::{self, WorkerLocal};
 
 /// A worker thread's access to its own pool, for a scope waiting on it.
+/// (A trait so that the loom model can wait with a minimal worker.)
 pub(crate) trait Help {
     /// Runs the pool's queued tasks until `done()` is true, through the
     /// worker's schedule; when there are none, sleeps through the pool's
@@ -30,18 +31,27 @@ pub(crate) trait Help {
     fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>);
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Rc<dyn Help>>> = const { RefCell::new(None) };
-}
+impl Help for WorkerLocal {
+    fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
+        WorkerLocal::help_until(self, done)
+    }
 
-/// Registers `help` as this worker thread's, until the guard drops.
-pub(crate) fn enter_worker(help: Rc<dyn Help>) -> impl Drop {
-    crate::steal::set_until_drop(&CURRENT, help)
+    fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
+        WorkerLocal::waker(self)
+    }
+
+    fn pool_id(&self) -> usize {
+        self.pool_id
+    }
+
+    fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>) {
+        WorkerLocal::run_now(self, channel, take)
+    }
 }
 
 /// The calling worker thread's help, if it is a worker.
 pub(super) fn current() -> Option<Rc<dyn Help>> {
-    // Cloned out: the borrow ends before helping runs tasks, which may open
-    // scopes of their own.
-    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+    // A counted reference: the borrow of the context ends before helping
+    // runs tasks, which may open scopes of their own.
+    context::current().map(|worker| worker as Rc<dyn Help>)
 }

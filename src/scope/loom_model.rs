@@ -81,7 +81,7 @@ impl Help for Worker {
 
     /// Not used by these models (no claims: the scopes here are not opened
     /// on a worker); the claim is modelled below.
-    fn run_now(&self, _: usize, _: &mut dyn FnMut() -> Option<super::Erased>) {}
+    fn run_now(&self, _: usize, _: &mut dyn FnMut() -> Option<crate::core::context::LocalTask>) {}
 }
 
 /// Runs a scope of `tasks` tasks (the second, if any, submitted by the
@@ -154,7 +154,7 @@ mod claim {
     use std::task::{Context, Poll};
 
     use super::super::claim::{Claim, Shell};
-    use super::super::Erased;
+    use crate::core::context::LocalTask as Erased;
     use crate::sync::{AtomicUsize, Ordering};
     use loom::thread;
     // The claim is shared through std's `Arc`, as in the pool.

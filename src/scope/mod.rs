@@ -82,9 +82,7 @@ mod handle;
 mod help;
 mod latch;
 
-pub(crate) use erase::Erased;
 pub use handle::ScopedJoinHandle;
-pub(crate) use help::{enter_worker, Help};
 
 use std::any::Any;
 use std::fmt;

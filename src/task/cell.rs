@@ -92,14 +92,21 @@ impl Header {
     }
 
     /// Hands a claimed task to its pool, or drops it if the pool is gone.
-    /// On a worker thread of that pool, through the worker's own handle:
-    /// upgrading the `Weak` is two read-modify-writes on the one reference
-    /// count every task of the pool shares.
+    /// On a worker thread of that pool, directly (the worker keeps the pool
+    /// alive): upgrading the `Weak` is two read-modify-writes on the one
+    /// reference count every task of the pool shares.
     fn reschedule(&self, task: RunningTask) {
-        let task = match super::with_worker_scheduler(&self.scheduler, task) {
-            Ok(()) => return,
-            Err(task) => task,
-        };
+        let pool = self.scheduler.as_ptr();
+        if std::ptr::addr_eq(crate::context::pool(), pool) {
+            // SAFETY: the calling thread is a worker of this task's pool
+            // (the context's pool address is this pool's), and while that
+            // address is set the worker holds an `Arc` to the pool
+            // (`crate::context`'s invariant): the pool is alive, and a
+            // shared reference to it is what every `Arc` holder has.
+            let pool = unsafe { &*pool };
+            pool.reschedule(task);
+            return;
+        }
         match self.scheduler.upgrade() {
             Some(pool) => pool.reschedule(task),
             None => drop(task),

@@ -70,10 +70,6 @@
 //!   output's drop, the joiner's waker) is caught: a panic there never
 //!   unwinds through the state machine or the close accounting.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::Weak;
-
 mod cell;
 mod join;
 mod state;
@@ -86,7 +82,7 @@ pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
 /// it through a `Weak`, which a wake on one of the pool's own workers does
-/// not need to upgrade (see [`enter_worker`]).
+/// not need to upgrade (see `cell::Header::reschedule`).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// A parked task was woken: hand its token to the behavior's followup.
     fn reschedule(&self, task: RunningTask);
@@ -94,45 +90,6 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn release_counted(&self);
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
-}
-
-/// A worker thread's own handle on its pool, through which wakes on that
-/// thread reschedule (see [`enter_worker`]). It borrows the worker's
-/// reference to the pool rather than holding one more.
-pub(crate) trait WorkerPool {
-    /// The pool's address, to tell it from other pools.
-    fn address(&self) -> *const ();
-    /// As [`Schedule::reschedule`].
-    fn reschedule(&self, task: RunningTask);
-}
-
-thread_local! {
-    /// The pool whose worker thread this is, if it is one.
-    static WORKER_POOL: RefCell<Option<Rc<dyn WorkerPool>>> = const { RefCell::new(None) };
-}
-
-/// Marks this thread as a worker of `pool` until the guard drops: its
-/// wakes reschedule through `pool` rather than by upgrading the task's
-/// `Weak` (two read-modify-writes on the one count all its tasks share).
-pub(crate) fn enter_worker(pool: Rc<dyn WorkerPool>) -> impl Drop {
-    crate::steal::set_until_drop(&WORKER_POOL, pool)
-}
-
-/// Reschedules `task` through the calling worker's pool if that is
-/// `scheduler`'s; gives the task back otherwise.
-fn with_worker_scheduler(
-    scheduler: &Weak<dyn Schedule>,
-    task: RunningTask,
-) -> Result<(), RunningTask> {
-    let mut task = Some(task);
-    let _ = WORKER_POOL.try_with(|current| {
-        if let Some(pool) = current.borrow().as_ref() {
-            if std::ptr::addr_eq(pool.address(), scheduler.as_ptr()) {
-                pool.reschedule(task.take().expect("rescheduled once"));
-            }
-        }
-    });
-    task.map_or(Ok(()), Err)
 }
 
 thread_local! {

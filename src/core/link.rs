@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 
-use crate::pool::Shared;
-use crate::steal;
+use super::Shared;
+
 use crate::task::{RunningTask, Schedule};
 
 /// What a channel knows of its pool: handed to
@@ -46,7 +46,7 @@ impl ChannelLink {
     /// or if the worker is moving its LIFO slot's task out (which must go
     /// where the other workers look, behind work queued from outside).
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {
-        steal::push_local(&self.shared, self.index, task)
+        crate::core::context::push_local(&self.shared, self.index, task)
     }
 }
 

@@ -1,0 +1,356 @@
+//! The worker context: what a worker thread is, for the layers above.
+//!
+//! A worker thread owns a [`WorkerLocal`]: its index, one local deque per
+//! channel (see `steal`), its LIFO slot state (see `lifo`), its back-offs
+//! from panicking channels, and the pool's [`PoolHooks`] (helping in a
+//! wait, running a claimed scoped task). When its thread starts, the worker
+//! enters the crate's one thread-local (`crate::context`) with it and its
+//! pool's address; everything that asks "am I a worker, of which pool"
+//! asks that thread-local: the task layer for the pool address alone (a
+//! wake on a worker of the task's pool reschedules through it), this
+//! module for the rest ([`current`], [`is_worker_of`], and the local pushes
+//! [`offer_lifo`] and [`push_local`]).
+//!
+//! [`WorkerContext`] is the same worker as a channel's `pop` sees it, or
+//! "no worker" for a thread draining a closed pool.
+
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Stealer, Worker};
+
+use super::Shared;
+use crate::lifo::LifoSlot;
+use crate::task::RunningTask;
+
+/// The deques a worker thread owns, one per channel index.
+pub(crate) struct WorkerLocal {
+    pub(crate) pool_id: usize,
+    pub(crate) index: usize,
+    /// Per channel: the worker's own deque (see `steal`).
+    pub(crate) deques: Box<[Worker<RunningTask>]>,
+    /// Per channel: pops since this worker last looked at the injector
+    /// first (see `steal`'s fairness).
+    pub(crate) pops: Box<[Cell<u32>]>,
+    /// Per channel: when this worker looks at it again after its `pop`
+    /// panicked, and the back-off after the next panic.
+    faults: Box<[Cell<Fault>]>,
+    /// Whether any entry of `faults` leaves its channel alone: one load on
+    /// the hot path (cleared when the last back-off is seen to run out).
+    faulted: Cell<bool>,
+    /// The worker's own state about its LIFO slot (see `lifo`).
+    pub(crate) lifo: LifoSlot,
+    /// Where the worker's next search round looks at the other workers'
+    /// slots (see `lifo::watch::Watch::observe_window`).
+    pub(crate) watch_from: Cell<usize>,
+    /// Whether the worker holds its idle state (searching or asleep).
+    pub(crate) idle: Cell<bool>,
+    /// An address near the top of the worker thread's stack.
+    pub(crate) stack_base: Cell<usize>,
+    /// What the pool does for this worker (see [`PoolHooks`]).
+    hooks: Box<dyn PoolHooks + Send>,
+}
+
+impl WorkerLocal {
+    /// Creates a worker's deques and returns the matching stealers. The
+    /// worker gets its hooks when its thread starts ([`WorkerLocal::enter`]).
+    pub(crate) fn new(
+        pool_id: usize,
+        index: usize,
+        channels: usize,
+    ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
+        let deques: Box<[Worker<RunningTask>]> =
+            (0..channels).map(|_| Worker::new_fifo()).collect();
+        let stealers = deques.iter().map(Worker::stealer).collect();
+        (
+            WorkerLocal {
+                pool_id,
+                index,
+                deques,
+                pops: (0..channels).map(|_| Cell::new(0)).collect(),
+                faults: (0..channels).map(|_| Cell::new(Fault::NONE)).collect(),
+                faulted: Cell::new(false),
+                lifo: LifoSlot::default(),
+                watch_from: Cell::new(index + 1),
+                idle: Cell::new(false),
+                stack_base: Cell::new(0),
+                hooks: Box::new(NoHooks),
+            },
+            stealers,
+        )
+    }
+
+    /// Whether this worker leaves `channel` alone for now: its `pop`
+    /// panicked less than the back-off ago.
+    pub(crate) fn skips(&self, channel: usize) -> bool {
+        if !self.faulted.get() {
+            return false;
+        }
+        self.faults[channel]
+            .get()
+            .until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// `channel`'s `pop` panicked: leave it alone for a back-off that
+    /// doubles with each panic in a row (a panic within [`Fault::LONGEST`]
+    /// times 4 of the last), from 1 ms up to 100 ms, so that a channel that
+    /// always panics costs a bounded share of the worker.
+    pub(crate) fn fault(&self, channel: usize) {
+        let now = Instant::now();
+        let fault = self.faults[channel].get();
+        let in_a_row = fault
+            .last
+            .is_some_and(|last| now.duration_since(last) < Fault::LONGEST * 4);
+        let backoff = if in_a_row { fault.next } else { Fault::FIRST };
+        self.faults[channel].set(Fault {
+            until: Some(now + backoff),
+            next: (backoff * 2).min(Fault::LONGEST),
+            last: Some(now),
+        });
+        self.faulted.set(true);
+    }
+
+    /// `channel`'s `pop` returned: its back-off starts over.
+    pub(crate) fn recovered(&self, channel: usize) {
+        if self.faulted.get() {
+            self.faults[channel].set(Fault::NONE);
+            self.faulted
+                .set(self.faults.iter().any(|f| f.get().until.is_some()));
+        }
+    }
+
+    /// When the first channel this worker leaves alone is due again, if
+    /// any is left alone now (a back-off that ran out is forgotten).
+    pub(crate) fn next_retry(&self) -> Option<Instant> {
+        if !self.faulted.get() {
+            return None;
+        }
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        for fault in self.faults.iter() {
+            let mut f = fault.get();
+            match f.until {
+                Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
+                Some(_) => {
+                    f.until = None;
+                    fault.set(f);
+                }
+                None => {}
+            }
+        }
+        self.faulted.set(next.is_some());
+        next
+    }
+
+    /// Empties the slot and every local deque (at exit), dropping what it
+    /// finds.
+    pub(crate) fn drain(&self, shared: &Shared) {
+        drop(shared.lifo[self.index].take());
+        for deque in self.deques.iter() {
+            while let Some(task) = deque.pop() {
+                drop(task);
+            }
+        }
+    }
+}
+
+/// A worker's back-off from a channel whose `pop` panicked.
+#[derive(Copy, Clone, Debug)]
+struct Fault {
+    /// Left alone until then.
+    until: Option<Instant>,
+    /// The next back-off, if the next panic comes in a row.
+    next: Duration,
+    /// When it last panicked.
+    last: Option<Instant>,
+}
+
+impl Fault {
+    const NONE: Fault = Fault {
+        until: None,
+        next: Fault::FIRST,
+        last: None,
+    };
+    const FIRST: Duration = Duration::from_millis(1);
+    const LONGEST: Duration = Duration::from_millis(100);
+}
+
+/// What a worker needs its pool to do, implemented by the pool (which
+/// knows its behavior's type); each method gets the worker it serves.
+pub(crate) trait PoolHooks {
+    /// Runs the pool's queued tasks on `worker` until `done()` is true
+    /// (see `scope::help::Help::help_until`).
+    fn help_until(&self, worker: &WorkerLocal, done: &dyn Fn() -> bool) -> bool;
+
+    /// Wakes `worker` from any thread if it sleeps in its slot.
+    fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
+
+    /// Runs a claimed scoped task on `worker` at once, as a fresh task of
+    /// channel `channel` (see `scope::claim`).
+    fn run_now(
+        &self,
+        worker: &WorkerLocal,
+        channel: usize,
+        take: &mut dyn FnMut() -> Option<LocalTask>,
+    );
+}
+
+/// A future run on a worker's own stack: a scoped task claimed by its
+/// waiter.
+pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// The hooks of a worker whose thread has not started.
+struct NoHooks;
+
+impl PoolHooks for NoHooks {
+    fn help_until(&self, _: &WorkerLocal, _: &dyn Fn() -> bool) -> bool {
+        false
+    }
+    fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
+        Box::new(|| {})
+    }
+    fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
+}
+
+impl WorkerLocal {
+    /// Makes the calling thread this worker, of the pool at `pool` (which
+    /// the caller keeps alive until the guard drops), served by `hooks`.
+    pub(crate) fn enter(
+        mut self,
+        pool: *const (),
+        hooks: Box<dyn PoolHooks + Send>,
+    ) -> (Rc<WorkerLocal>, impl Drop) {
+        self.hooks = hooks;
+        let worker = Rc::new(self);
+        let guard = crate::context::enter(pool, worker.clone());
+        (worker, guard)
+    }
+
+    /// As [`PoolHooks::help_until`].
+    pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
+        self.hooks.help_until(self, done)
+    }
+
+    /// As [`PoolHooks::waker`].
+    pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
+        self.hooks.waker(self)
+    }
+
+    /// As [`PoolHooks::run_now`].
+    pub(crate) fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<LocalTask>) {
+        self.hooks.run_now(self, channel, take)
+    }
+}
+
+/// The calling thread's worker, if it is one.
+pub(crate) fn current() -> Option<Rc<WorkerLocal>> {
+    crate::context::worker::<WorkerLocal>()
+}
+
+/// Whether the calling thread is a worker of the pool `pool_id`.
+pub(crate) fn is_worker_of(pool_id: usize) -> bool {
+    crate::context::with_worker(|local: &WorkerLocal| local.pool_id == pool_id).unwrap_or(false)
+}
+
+/// Hands `task` to `keep` with the calling thread's worker, if it is a
+/// worker of `shared`'s pool; `keep` gives it back if it does not keep it.
+/// Returns the task if nobody kept it.
+fn keep_on_worker(
+    shared: &Shared,
+    task: RunningTask,
+    keep: impl FnOnce(&WorkerLocal, RunningTask) -> Result<(), RunningTask>,
+) -> Result<(), RunningTask> {
+    let mut task = Some(task);
+    crate::context::with_worker(|local: &WorkerLocal| {
+        if local.pool_id == shared.id {
+            task = keep(local, task.take().expect("kept once")).err();
+        }
+    });
+    task.map_or(Ok(()), Err)
+}
+
+/// Offers `task` (of channel `channel`) to the calling worker's LIFO slot,
+/// if the caller is a worker of `shared`'s pool; gives it back if not, or if
+/// the slot refuses it (see `lifo`). On success, says whether the worker is
+/// idle (it then counts among the awake idle workers, but may not come back
+/// for the task: it may be helping inside a wait).
+pub(crate) fn offer_lifo(
+    shared: &Shared,
+    channel: usize,
+    task: RunningTask,
+) -> Result<bool, RunningTask> {
+    let mut idle = false;
+    keep_on_worker(shared, task, |local, task| {
+        idle = local.idle.get();
+        local.lifo.offer(&shared.lifo[local.index], channel, task)
+    })
+    .map(|()| idle)
+}
+
+/// Pushes `task` onto the calling worker's local deque for `channel`, if
+/// the caller is a worker of `shared`'s pool that is not moving its slot's
+/// task out (that goes behind outside work); gives it back if not.
+pub(crate) fn push_local(
+    shared: &Shared,
+    channel: usize,
+    task: RunningTask,
+) -> Result<(), RunningTask> {
+    keep_on_worker(shared, task, |local, task| {
+        if local.lifo.is_flushing() {
+            return Err(task);
+        }
+        local.deques[channel].push(task);
+        Ok(())
+    })
+}
+
+/// Who is asking a channel for a task: a worker (with its local deques) or
+/// another thread (draining a closed pool). Passed to
+/// [`Channel::pop`](crate::Channel::pop).
+pub struct WorkerContext<'a> {
+    shared: &'a Shared,
+    local: Option<&'a WorkerLocal>,
+}
+
+impl<'a> WorkerContext<'a> {
+    pub(crate) fn worker(shared: &'a Shared, local: &'a WorkerLocal) -> WorkerContext<'a> {
+        WorkerContext {
+            shared,
+            local: Some(local),
+        }
+    }
+
+    pub(crate) fn outside(shared: &'a Shared) -> WorkerContext<'a> {
+        WorkerContext {
+            shared,
+            local: None,
+        }
+    }
+
+    pub(crate) fn local(&self) -> Option<&'a WorkerLocal> {
+        self.local
+    }
+
+    pub(crate) fn shared(&self) -> &'a Shared {
+        self.shared
+    }
+
+    /// The index of the asking worker, or `None` if it is not a worker.
+    pub fn worker_index(&self) -> Option<usize> {
+        self.local.map(|l| l.index)
+    }
+}
+
+impl fmt::Debug for WorkerContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerContext")
+            .field("pool", &self.shared.id)
+            .field("worker", &self.worker_index())
+            .finish()
+    }
+}

@@ -1,0 +1,15 @@
+//! The core the rest of the pool stands on: the state a pool's parts share
+//! (`shared`), the close accounting (`close`), the link between a channel
+//! and its pool (`link`), and the worker context (`context`).
+//!
+//! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
+//! `sleep`, `status`); queues, channels, the schedule, the pool and the
+//! extras (scope, time) import it.
+
+pub(crate) mod close;
+pub(crate) mod context;
+pub(crate) mod link;
+mod shared;
+
+pub(crate) use close::CloseState;
+pub(crate) use shared::{ChannelInfo, Shared};
