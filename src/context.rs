@@ -13,9 +13,17 @@
 //!
 //! It lives below every other module, so that the task layer can read the
 //! pool address without knowing the pool, and each layer above reads what
-//! it knows of. Invariant: *while the pool address is set, the worker's
-//! pool is alive*: the worker enters with the address of a pool it holds an
-//! `Arc` to, and leaves (the guard) before it lets that `Arc` go.
+//! it knows of. (It also carries, on any thread, the reason of a task
+//! cancellation in progress: see `task::cancelling`.)
+//!
+//! Invariant: *while the pool address is set, the worker's pool is alive*:
+//! the worker enters with the address of a pool it holds an `Arc` to, and
+//! leaves (the guard) before it lets that `Arc` go.
+//!
+//! Under loom the thread-local is std's, which loom's threads (one OS
+//! thread) would share: no loom model runs a worker, so the direct
+//! reschedule path is not modelled; a model that does must make this
+//! loom's `thread_local!`.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -26,6 +34,10 @@ struct Context {
     pool: Cell<*const ()>,
     /// The worker, for `core::context`.
     worker: RefCell<Option<Rc<dyn Any>>>,
+    /// On any thread: while a cancelled task's future is being dropped,
+    /// why (a `CancelReason`'s code, 0 for none), for a future that reports
+    /// its own end (a scoped task; see `task::cancelling`).
+    cancelling: Cell<u8>,
 }
 
 thread_local! {
@@ -33,6 +45,7 @@ thread_local! {
         Context {
             pool: Cell::new(std::ptr::null()),
             worker: RefCell::new(None),
+            cancelling: Cell::new(0),
         }
     };
 }
@@ -75,6 +88,19 @@ pub(crate) fn with_worker<W: 'static, R>(f: impl FnOnce(&W) -> R) -> Option<R> {
         .try_with(|c| c.worker.borrow().as_deref()?.downcast_ref::<W>().map(f))
         .ok()
         .flatten()
+}
+
+/// Sets the code of the cancellation in progress on this thread, returning
+/// the one it replaces (0: none).
+pub(crate) fn set_cancelling(code: u8) -> u8 {
+    CONTEXT
+        .try_with(|c| c.cancelling.replace(code))
+        .unwrap_or(0)
+}
+
+/// The code of the cancellation in progress on this thread (0: none).
+pub(crate) fn cancelling() -> u8 {
+    CONTEXT.try_with(|c| c.cancelling.get()).unwrap_or(0)
 }
 
 /// The calling thread's worker, if it is one of type `W`: a counted

@@ -80,10 +80,10 @@
 //! Each concurrent part is one module whose documentation states its protocol
 //! and invariant: `status` (the bitfield), `sleep` (rayon's jobs event
 //! counter protocol), `task` (responsibility transfer), `core::close` (the
-//! close accounting), `core::context` (the worker context, the crate's one
-//! thread-local), `lifo` (the stealable slot), `scope::claim` (work-first
+//! close accounting), `context` and `core::context` (the crate's one thread-local,
+//! and the worker context on it), `lifo` (the stealable slot), `scope::claim` (work-first
 //! waits). Modules import downward only: `context`, `sync`, `status`,
-//! `sleep`, `lifo`, `task`, then `core`, the queues (`steal`), `channel`,
+//! `task`, `lifo`, `sleep`, then `core`, the queues (`steal`), `channel`,
 //! `behavior` and `schedule`, `pool`, and the extras (`scope`, `time`).
 
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -1,7 +1,7 @@
 //! The synchronisation primitives smartpool's protocols are written against.
 //!
 //! Normally these are `std`'s; under `cfg(loom)` they are loom's, so the loom
-//! models in `sleep`, `status`, `task`, `pool::close` and `scope` explore the real code
+//! models in `sleep`, `status`, `task`, `core::close` and `scope` explore the real code
 //! rather than a copy of it. Only the state that a protocol's correctness
 //! argument is about goes through here; plain data structures (the `Arc` that
 //! owns a task, crossbeam's deques) stay `std`.

@@ -98,7 +98,7 @@ pub trait ExecParam: Channel {
     }
 }
 
-/// Admits a new task (see `pool::close`), makes it, and submits it with
+/// Admits a new task (see `core::close`), makes it, and submits it with
 /// `push`: the one way new work enters a pool.
 fn try_exec_with<C, F>(
     channel: &C,
@@ -179,8 +179,9 @@ fn enqueue<C: Channel + ?Sized>(
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) {
     let shared = &link.shared;
-    shared.account(&task, link.index);
-    let lifo = lifo && shared.channels[link.index].lowest;
+    // A yield goes behind the queued work, not into the slot.
+    let yielded = shared.account(&task, link.index);
+    let lifo = lifo && !yielded && shared.channels[link.index].lowest;
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
         // if no other worker is awake and idle to steal it (see `lifo`).
@@ -206,7 +207,7 @@ fn enqueue<C: Channel + ?Sized>(
     shared.pushed(link.index);
     if shared.close.is_terminated() {
         // The pool finished closing while we pushed, and its final drain may
-        // have missed our task (see `pool::close`): drain it ourselves.
+        // have missed our task (see `core::close`): drain it ourselves.
         super::drain(channel, shared);
     }
 }

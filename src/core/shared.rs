@@ -41,13 +41,16 @@ pub(crate) struct Shared {
 impl Shared {
     /// Close accounting for `task` entering channel `index` (which also
     /// records that dropping it now is the pool's or the channel's doing).
-    pub(crate) fn account(&self, task: &RunningTask, index: usize) {
+    /// Returns whether the task comes from a yield.
+    pub(crate) fn account(&self, task: &RunningTask, index: usize) -> bool {
         let counted = self.channels[index].complete_on_close;
-        match (task.enter_channel(counted), counted) {
+        let entered = task.enter_channel(counted);
+        match (entered.was_counted, counted) {
             (false, true) => self.close.count(),
             (true, false) => self.release_counted(),
             _ => {}
         }
+        entered.yielded
     }
 
     /// A task was stored in channel `index`: mark its bit (the post fence),

@@ -131,8 +131,6 @@ pub(crate) const MAX_STREAK: u32 = 16;
 enum Access {
     #[default]
     Open,
-    /// A task re-queues itself: not into the slot.
-    Closed,
     /// The slot's task is moved to its channel: not into the slot, and not
     /// into the worker's local queue either, which the worker serves first,
     /// but behind the work queued from outside.
@@ -181,11 +179,6 @@ impl LifoSlot {
     /// A task came from a channel: the streak ends.
     pub(crate) fn end_streak(&self) {
         self.streak.set(0);
-    }
-
-    /// Runs `f` (a task's re-queue) with the slot closed to submissions.
-    pub(crate) fn closed_during<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.with_access(Access::Closed, f)
     }
 
     /// Runs `f` (the slot task's move to its channel) with the slot and the

@@ -169,7 +169,13 @@ impl<B: PoolBehavior> Pool<B> {
 }
 
 impl<B: PoolBehavior> Schedule for Pool<B> {
-    fn reschedule(&self, task: RunningTask) {
+    /// Every runnable-again task goes to the behavior's followup; a yield
+    /// is marked so that it enters its channel behind the queued work, not
+    /// the LIFO slot.
+    fn schedule(&self, task: RunningTask, woken_while_running: bool) {
+        if woken_while_running {
+            task.mark_yielded();
+        }
         self.followup(task);
     }
 

@@ -46,8 +46,12 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }
-    local.drain(&pool.shared);
+    // Leave the context first: what the drain drops may run user code
+    // (destructors, joiners' wakers) that must not find a worker here to
+    // help or push onto (its pushes go to the injectors, which the other
+    // workers or the last one out drain).
     drop(entered);
+    local.drain(&pool.shared);
     let shared = &pool.shared;
     if shared.close.worker_exited() {
         // Pairs with the post fence of a push that raced termination (see
@@ -67,7 +71,7 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
         let found = find(pool, &worker, &mut cursor)
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
-            Some((task, channel)) => execute(pool, local, task, channel),
+            Some((task, channel)) => execute(pool, task, channel),
             // Terminated (the loop ends), or a channel left alone: only
             // the loop's condition decides whether the worker exits.
             None => {
@@ -248,7 +252,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                     return false;
                 }
                 match find(pool, &worker, &mut cursor) {
-                    Some((task, channel)) => execute(pool, local, task, channel),
+                    Some((task, channel)) => execute(pool, task, channel),
                     None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
@@ -267,7 +271,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             let found = find(pool, &worker, &mut cursor)
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
-                Some((task, channel)) => execute(pool, local, task, channel),
+                Some((task, channel)) => execute(pool, task, channel),
                 None if !done() => {
                     back_off(local);
                 }
@@ -303,7 +307,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let (task, detached) = crate::task::spawn(future, scheduler);
         drop(detached);
         task.swap_counted(counted);
-        execute(pool, local, task, index);
+        execute(pool, task, index);
     }
 
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
@@ -371,12 +375,7 @@ fn find<B: PoolBehavior>(
     })
 }
 
-fn execute<B: PoolBehavior>(
-    pool: &Pool<B>,
-    local: &WorkerLocal,
-    task: RunningTask,
-    channel: usize,
-) {
+fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask, channel: usize) {
     let shared = &pool.shared;
     if !shared.channels[channel].complete_on_close && shared.close.is_closing() {
         // Closing: tasks of dropping channels are dropped, not run.
@@ -390,9 +389,7 @@ fn execute<B: PoolBehavior>(
                 shared.release_counted();
             }
         }
-        RunOutcome::Parked => {}
-        // Woken during its own poll (a yield): behind the queued work, not
-        // in the slot.
-        RunOutcome::Requeue(task) => local.lifo.closed_during(|| pool.followup(task)),
+        // Parked, or (woken during its poll) handed to followup already.
+        RunOutcome::Pending => {}
     }
 }

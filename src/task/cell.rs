@@ -29,6 +29,10 @@ pub(crate) struct Header {
     /// responsible party only: set before a followup gets the token, unset
     /// when the token enters a channel.
     cancel: AtomicU8,
+    /// Set when the task is handed back after a yield, read and cleared
+    /// when it enters a channel: a yield does not go into the LIFO slot
+    /// (see `lifo`). Written by the responsible party only.
+    yielded: AtomicBool,
     scheduler: Weak<dyn Schedule>,
     pub(super) join_waker: AtomicWaker,
     /// Cleared when the `JoinHandle` is dropped: nobody can await the task
@@ -90,27 +94,31 @@ impl Header {
         }
         old
     }
+}
 
-    /// Hands a claimed task to its pool, or drops it if the pool is gone.
-    /// On a worker thread of that pool, directly (the worker keeps the pool
-    /// alive): upgrading the `Weak` is two read-modify-writes on the one
-    /// reference count every task of the pool shares.
-    fn reschedule(&self, task: RunningTask) {
-        let pool = self.scheduler.as_ptr();
-        if std::ptr::addr_eq(crate::context::pool(), pool) {
-            // SAFETY: the calling thread is a worker of this task's pool
-            // (the context's pool address is this pool's), and while that
-            // address is set the worker holds an `Arc` to the pool
-            // (`crate::context`'s invariant): the pool is alive, and a
-            // shared reference to it is what every `Arc` holder has.
-            let pool = unsafe { &*pool };
-            pool.reschedule(task);
-            return;
-        }
-        match self.scheduler.upgrade() {
-            Some(pool) => pool.reschedule(task),
-            None => drop(task),
-        }
+/// The one way a task goes back to its pool (a wake that claimed it, or
+/// its own poll ending woken): [`Schedule::schedule`], or a drop if the
+/// pool is gone. On a worker thread of that pool, directly (the worker
+/// keeps the pool alive): upgrading the `Weak` is two read-modify-writes on
+/// the one reference count every task of the pool shares.
+fn schedule(task: RunningTask, woken_while_running: bool) {
+    let scheduler = &task.header().scheduler;
+    let pool = scheduler.as_ptr();
+    if std::ptr::addr_eq(crate::context::pool(), pool) {
+        // SAFETY: the calling thread is a worker of this task's pool: the
+        // context's pool address is this pool's, and no other object can sit
+        // at that address, since the task's own `Weak` keeps the pool's
+        // allocation reserved. While the address is set, the worker's frame
+        // (`pool::worker::run`) owns an `Arc` to the pool, for the whole of
+        // this call (`crate::context`'s invariant): the pool is alive, and
+        // a shared reference to it is what every `Arc` holder has.
+        let pool = unsafe { &*pool };
+        pool.schedule(task, woken_while_running);
+        return;
+    }
+    match scheduler.upgrade() {
+        Some(pool) => pool.schedule(task, woken_while_running),
+        None => drop(task),
     }
 }
 
@@ -169,16 +177,24 @@ impl<F: Future> Drop for TaskCell<F> {
     }
 }
 
+/// What [`RunningTask::enter_channel`] found.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Entered {
+    /// The task counted towards close before.
+    pub(crate) was_counted: bool,
+    /// The task comes from a yield (see [`Schedule::schedule`]).
+    pub(crate) yielded: bool,
+}
+
 /// What running a task came to.
 #[must_use]
 #[derive(Debug)]
 pub(crate) enum RunOutcome {
     /// Finished (or panicked). `counted` says it counted towards close.
     Completed { counted: bool },
-    /// Returned `Pending`; whoever wakes it re-queues it.
-    Parked,
-    /// Woken during its poll: the caller must hand it to followup.
-    Requeue(RunningTask),
+    /// Returned `Pending`: parked (whoever wakes it schedules it), or, woken
+    /// during the poll, already handed back to the scheduler.
+    Pending,
 }
 
 /// Type-erased access to a task for the worker and the token.
@@ -223,12 +239,25 @@ impl RunningTask {
     }
 
     /// The token enters a channel: sets whether the task counts towards
-    /// close, returning the old value, and records that a drop now is the
-    /// pool's or the channel's (one header access for both).
-    pub(crate) fn enter_channel(&self, counted: bool) -> bool {
+    /// close, records that a drop now is the pool's or the channel's, and
+    /// clears the yield mark (one header access for all). Returns the old
+    /// counted flag, and whether the task comes from a yield.
+    pub(crate) fn enter_channel(&self, counted: bool) -> Entered {
         let header = self.header();
         header.set_cancel_reason(None);
-        header.swap_counted(counted)
+        let yielded = header.yielded.load(Ordering::Relaxed);
+        if yielded {
+            header.yielded.store(false, Ordering::Relaxed);
+        }
+        Entered {
+            was_counted: header.swap_counted(counted),
+            yielded,
+        }
+    }
+
+    /// Marks the task as coming from a yield, until it enters a channel.
+    pub(crate) fn mark_yielded(&self) {
+        self.header().yielded.store(true, Ordering::Relaxed);
     }
 
     /// Records the channel the task was taken from, for its followup.
@@ -291,6 +320,7 @@ where
             from: AtomicUsize::new(0),
             counted: AtomicBool::new(false),
             cancel: AtomicU8::new(UNSET),
+            yielded: AtomicBool::new(false),
             scheduler,
             join_waker: AtomicWaker::new(),
             joined: AtomicBool::new(true),
@@ -390,13 +420,13 @@ where
         let polled = unsafe { self.with_stage(poll) };
         let output = match polled {
             Ok(Poll::Pending) => {
-                return match self.header.state.end_poll_pending() {
-                    Park::Parked => {
-                        drop_reference(self);
-                        RunOutcome::Parked
-                    }
-                    Park::Requeue => RunOutcome::Requeue(RunningTask::new(self)),
-                };
+                match self.header.state.end_poll_pending() {
+                    Park::Parked => drop_reference(self),
+                    // Woken during the poll: the poller holds the
+                    // responsibility, and hands it back (no recursion).
+                    Park::Requeue => schedule(RunningTask::new(self), true),
+                }
+                return RunOutcome::Pending;
             }
             Ok(Poll::Ready(value)) => Ok(value),
             Err(panic) => {
@@ -443,9 +473,7 @@ where
 {
     fn wake_by_ref(arc_self: &Arc<Self>) {
         if arc_self.header.state.wake() == WakeOutcome::Claimed {
-            arc_self
-                .header
-                .reschedule(RunningTask::new(arc_self.clone()));
+            schedule(RunningTask::new(arc_self.clone()), false);
         }
     }
 }

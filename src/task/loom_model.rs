@@ -21,7 +21,7 @@ struct Recorder {
 }
 
 impl Schedule for Recorder {
-    fn reschedule(&self, task: RunningTask) {
+    fn schedule(&self, task: RunningTask, _woken_while_running: bool) {
         lock(&self.queued).push(task);
     }
     fn release_counted(&self) {}
@@ -118,8 +118,9 @@ fn drive(recorder: &Recorder, signals: &Signals, openers: usize) -> usize {
         runs += 1;
         match task.run() {
             RunOutcome::Completed { .. } => return runs,
-            RunOutcome::Parked => {}
-            RunOutcome::Requeue(task) => next = Some(task),
+            // Parked, or handed back (woken during the poll): either way
+            // the queue has it when it is runnable.
+            RunOutcome::Pending => {}
         }
     }
 }
@@ -128,7 +129,7 @@ fn model(openers: usize) {
     loom::model(move || {
         let (recorder, signals, task, join) = new_task(openers);
         // The first poll registers the waker the openers will hold.
-        assert!(matches!(task.run(), RunOutcome::Parked));
+        assert!(matches!(task.run(), RunOutcome::Pending));
         let task = lock(&recorder.queued).pop();
         assert!(task.is_none(), "nobody woke it yet");
         let threads: Vec<_> = (0..openers)
@@ -169,7 +170,7 @@ fn wakes_racing_each_other() {
 fn dropped_token_cancels_once() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_task(1);
-        assert!(matches!(task.run(), RunOutcome::Parked));
+        assert!(matches!(task.run(), RunOutcome::Pending));
         let t = {
             let signals = signals.clone();
             loom::thread::spawn(move || open(&signals))
@@ -194,7 +195,7 @@ fn dropped_token_cancels_once() {
 fn stage_passes_between_threads() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_task(1);
-        assert!(matches!(task.run(), RunOutcome::Parked));
+        assert!(matches!(task.run(), RunOutcome::Pending));
         let worker = {
             let (recorder, signals) = (recorder.clone(), signals.clone());
             loom::thread::spawn(move || {

@@ -84,35 +84,32 @@ pub(crate) use join::panic_message;
 /// it through a `Weak`, which a wake on one of the pool's own workers does
 /// not need to upgrade (see `cell::Header::reschedule`).
 pub(crate) trait Schedule: Send + Sync + 'static {
-    /// A parked task was woken: hand its token to the behavior's followup.
-    fn reschedule(&self, task: RunningTask);
+    /// The one way back to the scheduler: a task is runnable again, and
+    /// `task` is the responsibility for it. `woken_while_running`: it was
+    /// woken during its own poll (a yield, or a wake that raced the poll),
+    /// which the pool queues behind other work; otherwise a parked task was
+    /// woken. (tokio's `schedule_task(task, is_yield)`, async-task's
+    /// `ScheduleInfo::woken_while_running`.)
+    fn schedule(&self, task: RunningTask, woken_while_running: bool);
     /// A task counted towards close finished or was dropped.
     fn release_counted(&self);
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
 }
 
-thread_local! {
-    /// Why the task whose future this thread is dropping was cancelled.
-    static CANCELLING: std::cell::Cell<Option<CancelReason>> = const { std::cell::Cell::new(None) };
-}
-
 /// Runs `drop_future` (which drops a cancelled task's future) with
 /// `reason` readable by [`cancel_reason`], for a future that reports its
 /// own end (a scoped task).
 fn cancelling<R>(reason: CancelReason, drop_future: impl FnOnce() -> R) -> R {
-    let outer = CANCELLING
-        .try_with(|c| c.replace(Some(reason)))
-        .ok()
-        .flatten();
+    let outer = crate::context::set_cancelling(reason as u8);
     let result = drop_future();
-    let _ = CANCELLING.try_with(|c| c.set(outer));
+    crate::context::set_cancelling(outer);
     result
 }
 
 /// While a cancelled task's future is being dropped on this thread: why.
 pub(crate) fn cancel_reason() -> Option<CancelReason> {
-    CANCELLING.try_with(|c| c.get()).ok().flatten()
+    CancelReason::from_code(crate::context::cancelling())
 }
 
 #[cfg(all(test, loom))]
