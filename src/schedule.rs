@@ -1,7 +1,10 @@
 //! Which level a worker serves next: `HighestFirst` and `RoundRobin`.
 //!
 //! The schedule only orders levels; `pool::worker` looks into a level's
-//! channels. Per-worker state (the round-robin position and, within each
+//! channels. Every level rule lives here: the order of levels, the time
+//! slices, and which levels' tasks may use the LIFO slot
+//! ([`Levels::uses_slot`]), whose task the schedule admits like a queued
+//! one ([`Levels::admits`]). Per-worker state (the round-robin position and, within each
 //! level, which channel to look at first) lives in a [`Cursor`] owned by
 //! the worker, so choosing a level writes nothing shared.
 //!
@@ -69,6 +72,18 @@ impl Levels {
                 ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
                 ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
             },
+        }
+    }
+
+    /// Whether tasks of `channel` may use a worker's LIFO slot (see
+    /// `lifo`): those of the lowest level under HighestFirst, where a slot
+    /// task (which has no status bit) can only delay work of its own level;
+    /// under RoundRobin, where every level is owed its slice and a slot
+    /// task would escape its level's, only those of a pool of one level.
+    pub(crate) fn uses_slot(&self, channel: usize) -> bool {
+        match self.policy {
+            Policy::HighestFirst => self.level_of[channel] + 1 == self.levels.len(),
+            Policy::RoundRobin(_) => self.levels.len() == 1,
         }
     }
 

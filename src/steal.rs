@@ -13,22 +13,14 @@
 //! neighbour so that thieves spread out.
 //!
 //! The injector is a `VecDeque` behind a mutex, with its length mirrored in
-//! an atomic so that a look at an empty injector takes no lock. It is not
-//! crossbeam's lock-free `Injector` because of what that one allocates: a
-//! ~1.5 KiB block of slots, on the pushing thread, every 63 pushes. glibc
-//! serves that as a large-bin request, and a large-bin request first
-//! consolidates every fastbin chunk freed since the last one. Workers
-//! freeing the small task cells an outside thread allocated fill the
-//! fastbins, so every 63rd outside submission paid for consolidating them
-//! all: ~200 µs in the submitting thread, at a period of exactly 63
-//! submissions, which was the whole of the suite's W7 tail (BENCHMARKS.md).
-//! A `VecDeque` keeps its capacity: a queue in steady use allocates nothing
-//! (a drained queue gives back a buffer grown past [`KEEP_CAPACITY`], so
-//! that a burst does not pin its memory for good).
-//! (concurrent-queue's smaller blocks avoid the consolidation but pop one
-//! slot at a time, yielding the thread when the pusher has claimed a slot
-//! and not yet written it: W1 measured 2.5× slower.) A push holds the lock
-//! for one `push_back`; a batch for at most [`MAX_BATCH`] moves.
+//! an atomic so that a look at an empty injector takes no lock. A queue in
+//! steady use allocates nothing (a drained queue gives back a buffer grown
+//! past [`KEEP_CAPACITY`], so that a burst does not pin its memory for
+//! good): a queue that allocates blocks on the pushing thread makes glibc
+//! consolidate the chunks the workers freed, on that thread (why it is not
+//! crossbeam's `Injector`: BENCHMARKS.md, "The task cell (W3) and the W7
+//! tail"). A push holds the lock for one `push_back`; a batch for at most
+//! [`MAX_BATCH`] moves.
 //!
 //! # Fairness
 //!

@@ -37,10 +37,10 @@
 //! (`CLOSING`, live = 0).* Whoever brings the word to (`CLOSING`, 0), by
 //! releasing the last counted task or by `begin` finding no counted task,
 //! attempts that exchange. If a new count slipped in between, the exchange
-//! fails, and the release of that new task will attempt it again. (An
-//! earlier version decided from its own decrement and then read the phase
-//! from a separate word: a task counted in between was terminated under;
-//! the soak test caught it.) The one other way is [`CloseState::abort`],
+//! fails, and the release of that new task will attempt it again. (Deciding
+//! from one's own decrement and then reading the phase from another word
+//! would terminate under a task counted in between.) The one other way is
+//! [`CloseState::abort`],
 //! used only when the pool fails to start.
 //!
 //! # Admission to a `complete_on_close` channel

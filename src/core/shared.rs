@@ -18,9 +18,9 @@ pub(crate) struct ChannelInfo {
     pub(crate) name: Box<str>,
     pub(crate) bit: Bit,
     pub(crate) complete_on_close: bool,
-    /// In the lowest level of a HighestFirst pool (or the only level):
-    /// only such tasks may use the LIFO slot (see `lifo`).
-    pub(crate) lowest: bool,
+    /// Whether the channel's tasks may use the LIFO slot (the schedule's
+    /// rule: `Levels::uses_slot`).
+    pub(crate) uses_slot: bool,
 }
 
 pub(crate) struct Shared {

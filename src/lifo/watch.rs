@@ -3,8 +3,7 @@
 //!
 //! The idle workers share, per worker, a memory of the last state seen of
 //! that worker's slot and since when, kept by whichever idle worker looks
-//! (one entry per worker: memory linear in workers, where one entry per
-//! pair of workers made a pool of 4,000 threads take 900 MB). From a fresh
+//! (one entry per worker, so memory is linear in workers). From a fresh
 //! look a worker concludes:
 //!
 //! * **steal**: the slot holds the task it held [`STEAL_DELAY`] ago (same

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::thread;
 
 use super::{worker, Pool};
-use crate::behavior::{ConfigError, PoolBehavior, ScheduleAlgorithm};
+use crate::behavior::{ConfigError, PoolBehavior};
 use crate::channel::ChannelLink;
 use crate::core::context::{self, WorkerLocal};
 use crate::core::{ChannelInfo, CloseState, Shared};
@@ -48,31 +48,28 @@ impl<B: PoolBehavior> OwnedPool<B> {
         config.validate()?;
         let threads = config.threads;
         let mut keys = Vec::new();
-        let mut channels = Vec::new();
+        let mut params = Vec::new();
         let mut levels = Vec::new();
-        // The level whose tasks may use the LIFO slot (see `lifo`): the
-        // lowest under HighestFirst; under RoundRobin every level is owed
-        // its slice, which a slot task (no status bit) would escape, so
-        // none unless there is only one.
-        let lowest = match config.schedule {
-            ScheduleAlgorithm::HighestFirst => config.levels.len().saturating_sub(1),
-            ScheduleAlgorithm::RoundRobin(_) if config.levels.len() == 1 => 0,
-            ScheduleAlgorithm::RoundRobin(_) => usize::MAX,
-        };
-        for (level_index, level) in config.levels.iter().enumerate() {
+        for level in &config.levels {
             let mut indices = Vec::new();
-            for params in level {
+            for channel in level {
                 indices.push(keys.len());
-                channels.push(ChannelInfo {
-                    name: format!("{:?}", params.key).into(),
-                    bit: Bit::new(keys.len()),
-                    complete_on_close: params.complete_on_close,
-                    lowest: level_index == lowest,
-                });
-                keys.push(params.key);
+                keys.push(channel.key);
+                params.push(channel);
             }
             levels.push(indices);
         }
+        let levels = Levels::new(levels, &config.schedule);
+        let channels: Vec<ChannelInfo> = params
+            .iter()
+            .enumerate()
+            .map(|(index, channel)| ChannelInfo {
+                name: format!("{:?}", channel.key).into(),
+                bit: Bit::new(index),
+                complete_on_close: channel.complete_on_close,
+                uses_slot: levels.uses_slot(index),
+            })
+            .collect();
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
         let (locals, stealers): (Vec<_>, Vec<_>) = (0..threads)
             .map(|index| {
@@ -94,7 +91,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             behavior,
             shared: shared.clone(),
             keys: keys.into(),
-            levels: Levels::new(levels, &config.schedule),
+            levels,
             threads,
         });
         let scheduler: Weak<dyn Schedule> = Arc::downgrade(&pool) as Weak<dyn Schedule>;
@@ -115,11 +112,11 @@ impl<B: PoolBehavior> OwnedPool<B> {
         }
         let mut handles = Vec::with_capacity(threads);
         for local in locals {
-            let pool = pool.clone();
+            let (pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
             let spawned = thread::Builder::new()
                 .name(format!("smartpool-worker-{}", local.index))
                 .stack_size(worker::STACK_SIZE)
-                .spawn(move || worker::run(pool, local));
+                .spawn(move || worker::run(pool, hooks, local));
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {

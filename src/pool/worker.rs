@@ -17,16 +17,15 @@ use crate::sleep::Check;
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
 
-/// Body of worker thread `local.index`.
-pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, local: WorkerLocal) {
+/// Body of worker thread `local.index`, with its two references to the
+/// pool: `pool`, which outlives the worker's context (its invariant: the
+/// pool is alive while the address is set), and `hooks`' (both made before
+/// the thread starts, so that the pool's count does not depend on when it
+/// does).
+pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: WorkerLocal) {
     local.stack_base.set(stack_address());
-    // The worker's context: its hooks hold the worker's reference to the
-    // pool (one per worker, from the thread's start to its end), and `pool`
-    // here another, which outlives the context (its invariant: the pool is
-    // alive while the address is set).
     let address = Arc::as_ptr(&pool).cast::<()>();
-    let hooks = Box::new(Hooks { pool: pool.clone() });
-    let (local, entered) = local.enter(address, hooks);
+    let (local, entered) = local.enter(address, Box::new(hooks));
     let pool = &pool;
     // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
     // are caught where they are called; what is left to unwind out of
@@ -193,8 +192,14 @@ fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, se
 }
 
 /// What the pool does for its worker threads (see `core::context`).
-struct Hooks<B: PoolBehavior> {
+pub(super) struct Hooks<B: PoolBehavior> {
     pool: Arc<Pool<B>>,
+}
+
+impl<B: PoolBehavior> Hooks<B> {
+    pub(super) fn new(pool: Arc<Pool<B>>) -> Hooks<B> {
+        Hooks { pool }
+    }
 }
 
 /// A worker thread's stack: twice std's default, because a scope waiting

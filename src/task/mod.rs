@@ -60,8 +60,8 @@
 //!   is freed with what the stage holds), each handing it on by a state
 //!   transition that orders their accesses. So it needs no lock: it is an
 //!   `UnsafeCell`, accessed through one `unsafe fn` whose contract is this
-//!   rule (a mutex here cost two atomic operations a poll: W3 57 → 48 ns
-//!   a yield without it, BENCHMARKS.md). Under loom the cell is loom's,
+//!   rule (a mutex would cost two atomic operations a poll). Under loom
+//!   the cell is loom's,
 //!   which reports two accesses through it that the transitions do not
 //!   order (not the free by the last `Arc`, which loom does not see).
 //! * The task is freed when the last `Arc` goes, exactly once, by `Arc`. A
