@@ -7,6 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Channel, ChannelLink};
 
+use crate::core::Admission;
 use crate::task::{self, CancelReason, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -117,15 +118,20 @@ where
             reason: Reason::Unattached,
         });
     };
-    if !link.shared.admit(link.index) {
-        return Err(Rejected {
-            future,
-            reason: Reason::Closed,
-        });
-    }
+    let count = match link.shared.admit(link.index) {
+        Admission::Refused => {
+            return Err(Rejected {
+                future,
+                reason: Reason::Closed,
+            })
+        }
+        Admission::Uncounted => None,
+        Admission::Counted(count) => Some(count),
+    };
     let (task, handle) = task::spawn(future, link.scheduler.clone());
-    // `admit` counted it already if the channel is complete_on_close.
-    task.swap_counted(link.shared.channels[link.index].complete_on_close);
+    if let Some(count) = count {
+        count.hand_to(&task);
+    }
     // Made with this link's scheduler: it belongs to this pool.
     enqueue(channel, link, task, lifo, push);
     Ok(handle)

@@ -19,10 +19,14 @@
 //! # The count
 //!
 //! `live` counts *counted* tasks: those that sit in, run from, or are parked
-//! after running from a `complete_on_close` channel. A task becomes counted
-//! when it is submitted to such a channel and stops being counted when it
-//! is submitted to another kind, completes, or is dropped (`RunningTask`'s
-//! flag, written only by its responsible party, says which it is).
+//! after running from a `complete_on_close` channel. One owner per count: a
+//! count is made as a token (`core::shared::Admitted`) by admission to such a
+//! channel (or by a followup's move into one), and the task it was made for
+//! takes it (its counted flag, written only by its responsible party). From
+//! then on the task gives it back in exactly one place,
+//! `task::cell::Header::release_count`, as it completes, is cancelled, is
+//! freed while counted, or moves to a dropping channel; a token nobody took
+//! (a refused admission) gives itself back as it drops.
 //!
 //! # One word
 //!

@@ -44,10 +44,16 @@ impl Shared {
     /// Returns whether the task comes from a yield.
     pub(crate) fn account(&self, task: &RunningTask, index: usize) -> bool {
         let counted = self.channels[index].complete_on_close;
-        let entered = task.enter_channel(counted);
-        match (entered.was_counted, counted) {
-            (false, true) => self.close.count(),
-            (true, false) => self.release_counted(),
+        let entered = task.enter_channel();
+        match (entered.counted, counted) {
+            // Into a complete_on_close channel: counted from now on (also
+            // while closing: see `close`, "Why nothing is lost").
+            (false, true) => {
+                self.close.count();
+                Admitted(self).hand_to(task);
+            }
+            // Out of one: the task gives its count back.
+            (true, false) => task.release_count(),
             _ => {}
         }
         entered.yielded
@@ -60,18 +66,23 @@ impl Shared {
         self.sleep.new_jobs(1);
     }
 
-    /// Admits a new task to channel `index` (see `close`'s module doc):
-    /// `true` if the pool takes it. A task of a `complete_on_close` channel
-    /// is counted here already; the caller marks it counted.
-    pub(crate) fn admit(&self, index: usize) -> bool {
+    /// Admits a new task to channel `index` (see `close`'s module doc).
+    /// For a `complete_on_close` channel, the admission is a count, which
+    /// the task made for it must take ([`Admitted::hand_to`]).
+    pub(crate) fn admit(&self, index: usize) -> Admission<'_> {
         if !self.channels[index].complete_on_close {
-            return self.close.is_open();
+            return match self.close.is_open() {
+                true => Admission::Uncounted,
+                false => Admission::Refused,
+            };
         }
-        if self.close.admit() {
-            return true;
+        let open = self.close.admit();
+        let count = Admitted(self);
+        match open {
+            true => Admission::Counted(count),
+            // Dropping the count gives it back (which may terminate).
+            false => Admission::Refused,
         }
-        self.release_counted();
-        false
     }
 
     /// Whether a worker other than `me` has a task in its LIFO slot.
@@ -82,6 +93,8 @@ impl Shared {
             .any(|(worker, slot)| worker != me && slot.look().is_full())
     }
 
+    /// Gives one count back to close: what [`Admitted`]'s drop and a task's
+    /// `Schedule::release_counted` (its one release) call.
     pub(crate) fn release_counted(&self) {
         if self.close.release() {
             self.sleep.wake_all();
@@ -92,6 +105,49 @@ impl Shared {
         if self.close.begin() {
             self.sleep.wake_all();
         }
+    }
+}
+
+/// What admitting a new task to a channel came to.
+#[must_use]
+pub(crate) enum Admission<'a> {
+    /// The pool is closing or closed: give the task back.
+    Refused,
+    /// Taken; the channel is not `complete_on_close`.
+    Uncounted,
+    /// Taken and counted: the task must take the count.
+    Counted(Admitted<'a>),
+}
+
+/// One task's count towards close, handed out by admission (or by a move
+/// into a `complete_on_close` channel): the close accounting's token. The
+/// task it was made for takes it ([`Admitted::hand_to`]: its counted flag),
+/// and from then on gives it back in one place, as it completes, is
+/// cancelled, is freed, or moves to a dropping channel
+/// (`task::cell::Header::release_count`). A count nobody took (a refused
+/// admission, a claimed scoped task already gone) gives itself back when
+/// dropped. So every count is given back exactly once.
+#[must_use = "a count nobody takes is given back at once"]
+pub(crate) struct Admitted<'a>(&'a Shared);
+
+impl Admitted<'_> {
+    /// `task` takes the count.
+    pub(crate) fn hand_to(self, task: &RunningTask) {
+        let had = task.take_count();
+        debug_assert!(!had, "a task holds one count at most");
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.release_counted();
+    }
+}
+
+impl fmt::Debug for Admitted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Admitted")
     }
 }
 

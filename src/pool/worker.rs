@@ -10,6 +10,7 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
+use crate::core::Admission;
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
@@ -297,21 +298,22 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             return;
         }
         // As `exec` admits a new task: counted if the channel is
-        // complete_on_close, refused if the pool is closing.
-        if !shared.admit(index) {
-            return;
-        }
-        let counted = shared.channels[index].complete_on_close;
+        // complete_on_close, refused if the pool is closing. A count for an
+        // empty claim is given back as it drops.
+        let count = match shared.admit(index) {
+            Admission::Refused => return,
+            Admission::Uncounted => None,
+            Admission::Counted(count) => Some(count),
+        };
         let Some(future) = take() else {
-            if counted {
-                shared.release_counted();
-            }
             return;
         };
         let scheduler = Arc::downgrade(&self.pool) as Weak<dyn crate::task::Schedule>;
         let (task, detached) = crate::task::spawn(future, scheduler);
         drop(detached);
-        task.swap_counted(counted);
+        if let Some(count) = count {
+            count.hand_to(&task);
+        }
         execute(pool, task, index);
     }
 
@@ -389,11 +391,8 @@ fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask, channel: usize) {
     }
     task.set_from(channel);
     match task.run() {
-        RunOutcome::Completed { counted } => {
-            if counted {
-                shared.release_counted();
-            }
-        }
+        // The task gave its count back (if it held one) as it completed.
+        RunOutcome::Completed => {}
         // Parked, or (woken during its poll) handed to followup already.
         RunOutcome::Pending => {}
     }

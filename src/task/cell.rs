@@ -49,12 +49,7 @@ impl Drop for Header {
     /// that keeps its own waker is a reference cycle: never freed, it keeps
     /// close waiting, as a future that is never woken does.)
     fn drop(&mut self) {
-        // Exclusive access in `Drop`: a relaxed load sees the last write.
-        if self.counted.load(Ordering::Relaxed) {
-            if let Some(pool) = self.scheduler.upgrade() {
-                pool.release_counted();
-            }
-        }
+        self.release_count();
     }
 }
 
@@ -62,6 +57,29 @@ impl Drop for Header {
 const UNSET: u8 = 0;
 
 impl Header {
+    /// The one place a task gives back its count towards close (see
+    /// `core::shared::Admitted`), if it holds one: as it completes, is
+    /// cancelled, is freed while counted, or moves to a dropping channel.
+    /// Called by the task's responsible party, or with exclusive access
+    /// (its `Drop`). Through the worker's pool directly, as [`schedule`].
+    fn release_count(&self) {
+        if !self.swap_counted(false) {
+            return;
+        }
+        let pool = self.scheduler.as_ptr();
+        if std::ptr::addr_eq(crate::context::pool(), pool) {
+            // SAFETY: as in `schedule`: the calling thread is a worker of
+            // this task's pool, whose frame owns an `Arc` to it while the
+            // context's address is set, and the task's `Weak` keeps the
+            // allocation reserved (no other object at that address).
+            let pool = unsafe { &*pool };
+            pool.release_counted();
+        } else if let Some(pool) = self.scheduler.upgrade() {
+            pool.release_counted();
+        }
+        // A pool that is gone has nothing left to wait for.
+    }
+
     /// Records why the task is cancelled if its token is dropped now (the
     /// responsible party only); `None`: the pool decides.
     fn set_cancel_reason(&self, reason: Option<CancelReason>) {
@@ -180,8 +198,8 @@ impl<F: Future> Drop for TaskCell<F> {
 /// What [`RunningTask::enter_channel`] found.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Entered {
-    /// The task counted towards close before.
-    pub(crate) was_counted: bool,
+    /// The task holds a count towards close.
+    pub(crate) counted: bool,
     /// The task comes from a yield (see [`Schedule::schedule`]).
     pub(crate) yielded: bool,
 }
@@ -190,8 +208,9 @@ pub(crate) struct Entered {
 #[must_use]
 #[derive(Debug)]
 pub(crate) enum RunOutcome {
-    /// Finished (or panicked). `counted` says it counted towards close.
-    Completed { counted: bool },
+    /// Finished (or panicked); its count towards close, if any, is given
+    /// back.
+    Completed,
     /// Returned `Pending`: parked (whoever wakes it schedules it), or, woken
     /// during the poll, already handed back to the scheduler.
     Pending,
@@ -238,11 +257,11 @@ impl RunningTask {
         header.from.load(Ordering::Relaxed)
     }
 
-    /// The token enters a channel: sets whether the task counts towards
-    /// close, records that a drop now is the pool's or the channel's, and
-    /// clears the yield mark (one header access for all). Returns the old
-    /// counted flag, and whether the task comes from a yield.
-    pub(crate) fn enter_channel(&self, counted: bool) -> Entered {
+    /// The token enters a channel: records that a drop now is the pool's
+    /// or the channel's, and clears the yield mark (one header access for
+    /// both). Returns whether the task holds a count towards close, and
+    /// whether it comes from a yield.
+    pub(crate) fn enter_channel(&self) -> Entered {
         let header = self.header();
         header.set_cancel_reason(None);
         let yielded = header.yielded.load(Ordering::Relaxed);
@@ -250,9 +269,21 @@ impl RunningTask {
             header.yielded.store(false, Ordering::Relaxed);
         }
         Entered {
-            was_counted: header.swap_counted(counted),
+            counted: header.counted.load(Ordering::Relaxed),
             yielded,
         }
+    }
+
+    /// The task takes a count towards close (`core::shared::Admitted`);
+    /// returns whether it held one already.
+    pub(crate) fn take_count(&self) -> bool {
+        self.header().swap_counted(true)
+    }
+
+    /// The task gives its count towards close back, if it holds one (its
+    /// one release: see `Header::release_count`).
+    pub(crate) fn release_count(&self) {
+        self.header().release_count();
     }
 
     /// Marks the task as coming from a yield, until it enters a channel.
@@ -274,12 +305,6 @@ impl RunningTask {
     /// `None`: the pool decides (see [`CancelReason`]).
     pub(crate) fn set_cancel_reason(&self, reason: Option<CancelReason>) {
         self.header().set_cancel_reason(reason);
-    }
-
-    /// Sets whether the task counts towards close; returns the old value.
-    pub(crate) fn swap_counted(&self, counted: bool) -> bool {
-        // We hold the token: the responsible party.
-        self.header().swap_counted(counted)
     }
 
     /// Polls the task once. Catches a panic of the future.
@@ -439,10 +464,10 @@ where
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
-        let counted = self.header.swap_counted(false);
         self.complete();
+        self.header.release_count();
         drop_reference(self);
-        RunOutcome::Completed { counted }
+        RunOutcome::Completed
     }
 
     fn cancel(&self) {
@@ -458,11 +483,7 @@ where
         };
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
-        if self.header.swap_counted(false) {
-            if let Some(pool) = self.header.scheduler.upgrade() {
-                pool.release_counted();
-            }
-        }
+        self.header.release_count();
     }
 }
 

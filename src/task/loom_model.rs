@@ -117,7 +117,7 @@ fn drive(recorder: &Recorder, signals: &Signals, openers: usize) -> usize {
         };
         runs += 1;
         match task.run() {
-            RunOutcome::Completed { .. } => return runs,
+            RunOutcome::Completed => return runs,
             // Parked, or handed back (woken during the poll): either way
             // the queue has it when it is runnable.
             RunOutcome::Pending => {}
@@ -201,7 +201,7 @@ fn stage_passes_between_threads() {
             loom::thread::spawn(move || {
                 open(&signals);
                 let token = lock(&recorder.queued).pop().expect("woken once");
-                assert!(matches!(token.run(), RunOutcome::Completed { .. }));
+                assert!(matches!(token.run(), RunOutcome::Completed));
             })
         };
         while !join.is_finished() {

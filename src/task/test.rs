@@ -99,10 +99,7 @@ fn parks_is_woken_from_another_thread_and_completes() {
     .unwrap();
     let token = recorder.queued.lock().unwrap().pop().expect("queued once");
     assert!(recorder.queued.lock().unwrap().is_empty());
-    assert!(matches!(
-        token.run(),
-        RunOutcome::Completed { counted: false }
-    ));
+    assert!(matches!(token.run(), RunOutcome::Completed));
     assert_eq!(f.drops.load(Ordering::SeqCst), 1);
     assert_eq!(futures::executor::block_on(join).unwrap(), 6);
 }
@@ -125,7 +122,7 @@ fn a_wake_during_the_poll_requeues_without_recursion() {
     let mut next = task;
     loop {
         match next.run() {
-            RunOutcome::Completed { .. } => break,
+            RunOutcome::Completed => break,
             RunOutcome::Pending => {
                 // Woken during its poll: handed back at once, as a yield.
                 next = recorder
@@ -145,7 +142,7 @@ fn a_wake_during_the_poll_requeues_without_recursion() {
 fn a_dropped_token_cancels_and_drops_the_future_once() {
     let recorder = Arc::new(Recorder::default());
     let (f, task, join) = parked(&recorder);
-    task.swap_counted(true);
+    task.take_count();
     drop(task);
     assert_eq!(f.drops.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -162,7 +159,7 @@ fn a_dropped_token_cancels_and_drops_the_future_once() {
 fn a_panic_in_poll_is_caught_and_reported() {
     let recorder = Arc::new(Recorder::default());
     let (task, join) = spawn(async { panic!("inside") }, weak(&recorder));
-    assert!(matches!(task.run(), RunOutcome::Completed { .. }));
+    assert!(matches!(task.run(), RunOutcome::Completed));
     let err = futures::executor::block_on(join).unwrap_err();
     assert_eq!(err.to_string(), "task panicked: inside");
 }
@@ -171,7 +168,7 @@ fn a_panic_in_poll_is_caught_and_reported() {
 fn an_abandoned_counted_task_releases_when_freed() {
     let recorder = Arc::new(Recorder::default());
     let (f, task, join) = parked(&recorder);
-    task.swap_counted(true);
+    task.take_count();
     assert!(matches!(task.run(), RunOutcome::Pending));
     drop(join);
     assert_eq!(
@@ -202,7 +199,7 @@ fn wakes_after_completion_do_nothing() {
     let recorder = Arc::new(Recorder::default());
     let (f, task, join) = parked(&recorder);
     *f.open.lock().unwrap() = true;
-    assert!(matches!(task.run(), RunOutcome::Completed { .. }));
+    assert!(matches!(task.run(), RunOutcome::Completed));
     assert_eq!(futures::executor::block_on(join).unwrap(), 6);
     // The future kept no waker (it completed at once); make one by hand.
     let (f2, task2, join2) = parked(&recorder);
@@ -211,7 +208,7 @@ fn wakes_after_completion_do_nothing() {
     let waker = f2.slot.lock().unwrap().take().unwrap();
     waker.wake_by_ref();
     let token = recorder.queued.lock().unwrap().pop().unwrap();
-    assert!(matches!(token.run(), RunOutcome::Completed { .. }));
+    assert!(matches!(token.run(), RunOutcome::Completed));
     waker.wake_by_ref();
     waker.wake();
     assert!(recorder.queued.lock().unwrap().is_empty());
