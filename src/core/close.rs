@@ -19,7 +19,8 @@
 //! # The count
 //!
 //! `live` counts *counted* tasks: those that sit in, run from, or are parked
-//! after running from a `complete_on_close` channel. One owner per count: a
+//! after running from a `complete_on_close` channel, and the tokens of
+//! admissions not yet handed to their task. One owner per count: a
 //! count is made as a token (`core::shared::Admitted`) by admission to such a
 //! channel (or by a followup's move into one), and the task it was made for
 //! takes it (its counted flag, written only by its responsible party). From
@@ -53,8 +54,9 @@
 //! it back) or run it: an accepted task may not be cancelled by a close that
 //! raced the acceptance. [`CloseState::admit`] counts the task and reads the
 //! phase in the same `fetch_add`: if the phase was `OPEN`, the count is in
-//! before `begin`, so close waits for the task; otherwise the caller refuses
-//! the task and releases the count (which may then terminate the pool).
+//! before `begin`, so close waits for the task; otherwise the task is
+//! refused and the count given back (`Shared::admit` drops its token, which
+//! may then terminate the pool).
 //! Tasks of other channels need no admission: close drops them anyway, so
 //! one accepted in the instant close begins is cancelled, and says so.
 //!

@@ -57,27 +57,32 @@ impl Drop for Header {
 const UNSET: u8 = 0;
 
 impl Header {
-    /// The one place a task gives back its count towards close (see
-    /// `core::shared::Admitted`), if it holds one: as it completes, is
-    /// cancelled, is freed while counted, or moves to a dropping channel.
-    /// Called by the task's responsible party, or with exclusive access
-    /// (its `Drop`). Through the worker's pool directly, as [`schedule`].
+    /// Gives back the task's count towards close, if it holds one (see
+    /// `core::shared::Admitted`): as it is cancelled, is freed while
+    /// counted, or moves to a dropping channel (its completion detaches the
+    /// count first, see `Runnable::run`). Called by the party that last
+    /// wrote the counted flag (the responsible party; the poller once the
+    /// task is `COMPLETE`, when nobody else writes it), or with exclusive
+    /// access (its `Drop`).
     fn release_count(&self) {
+        if let Some(count) = self.detach_count() {
+            count.give_back();
+        }
+    }
+
+    /// Takes the task's count towards close out of it, if it holds one, to
+    /// be given back by [`DetachedCount::give_back`] (possibly after the
+    /// cell is gone).
+    fn detach_count(&self) -> Option<DetachedCount> {
         if !self.swap_counted(false) {
-            return;
+            return None;
         }
         let pool = self.scheduler.as_ptr();
-        if std::ptr::addr_eq(crate::context::pool(), pool) {
-            // SAFETY: as in `schedule`: the calling thread is a worker of
-            // this task's pool, whose frame owns an `Arc` to it while the
-            // context's address is set, and the task's `Weak` keeps the
-            // allocation reserved (no other object at that address).
-            let pool = unsafe { &*pool };
-            pool.release_counted();
-        } else if let Some(pool) = self.scheduler.upgrade() {
-            pool.release_counted();
-        }
-        // A pool that is gone has nothing left to wait for.
+        Some(if std::ptr::addr_eq(crate::context::pool(), pool) {
+            DetachedCount::OnWorker(pool)
+        } else {
+            DetachedCount::Upgraded(self.scheduler.upgrade())
+        })
     }
 
     /// Records why the task is cancelled if its token is dropped now (the
@@ -111,6 +116,36 @@ impl Header {
             self.counted.store(counted, Ordering::Relaxed);
         }
         old
+    }
+}
+
+/// A count towards close taken out of a task: the one way a task's count
+/// goes back to its pool ([`Schedule::release_counted`]).
+enum DetachedCount {
+    /// Detached on a worker of the task's pool: the pool, reached directly.
+    OnWorker(*const dyn Schedule),
+    /// Anywhere else: the pool, if it is still there.
+    Upgraded(Option<Arc<dyn Schedule>>),
+}
+
+impl DetachedCount {
+    fn give_back(self) {
+        match self {
+            DetachedCount::OnWorker(pool) => {
+                // SAFETY: detached on a worker of this pool, on this thread
+                // (`give_back` follows on the same thread, within the same
+                // worker's run, so the context still holds that pool): the
+                // worker's frame owns an `Arc` to the pool while the
+                // context's address is set (`crate::context`'s invariant),
+                // and at detaching the task's `Weak` still reserved the
+                // pool's allocation, so the address was this pool's.
+                let pool = unsafe { &*pool };
+                pool.release_counted();
+            }
+            DetachedCount::Upgraded(Some(pool)) => pool.release_counted(),
+            // A pool that is gone has nothing left to wait for.
+            DetachedCount::Upgraded(None) => {}
+        }
     }
 }
 
@@ -465,8 +500,15 @@ where
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
         self.complete();
-        self.header.release_count();
+        // The count goes back after the worker lets go of the cell: if that
+        // is the last reference, the output's destructor (user code, which
+        // may submit more work) runs while the pool still waits for this
+        // task, as it did when the worker gave the count back.
+        let count = self.header.detach_count();
         drop_reference(self);
+        if let Some(count) = count {
+            count.give_back();
+        }
         RunOutcome::Completed
     }
 

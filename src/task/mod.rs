@@ -91,7 +91,8 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// woken. (tokio's `schedule_task(task, is_yield)`, async-task's
     /// `ScheduleInfo::woken_while_running`.)
     fn schedule(&self, task: RunningTask, woken_while_running: bool);
-    /// A task counted towards close finished or was dropped.
+    /// A task gives back its count towards close: it completed, was
+    /// cancelled or freed, or moved to a dropping channel.
     fn release_counted(&self);
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
