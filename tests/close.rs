@@ -286,3 +286,100 @@ fn awaiting_close_on_its_own_worker_panics_instead_of_hanging() {
     assert!(pool.is_closing());
     assert!(pool.high.try_exec(async {}).is_err());
 }
+
+/// While closing, the last counted task's detached output is dropped by
+/// the worker, and its destructor wakes a task parked on a dropping channel
+/// whose followup moves it into a `complete_on_close` one: close still
+/// waits for that task, which runs (the completed task gives its count back
+/// only after its output's destructor ran).
+#[test]
+fn an_output_destructor_that_wakes_work_during_close_is_waited_for() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Mutex;
+    use std::task::{Poll, Waker};
+
+    /// `high` is complete_on_close, `low` is not; every woken task goes to
+    /// `high`.
+    struct Upward {
+        high: VecDequeChannel,
+        low: VecDequeChannel,
+    }
+    impl PoolBehavior for Upward {
+        type ChannelKey = common::Lv;
+        fn config(&self) -> PoolConfig<common::Lv> {
+            PoolConfig {
+                threads: 1,
+                schedule: ScheduleAlgorithm::HighestFirst,
+                levels: vec![
+                    vec![ChannelParams {
+                        key: common::Lv::High,
+                        complete_on_close: true,
+                    }],
+                    vec![ChannelParams {
+                        key: common::Lv::Low,
+                        complete_on_close: false,
+                    }],
+                ],
+            }
+        }
+        fn channel(&self, key: common::Lv) -> &dyn Channel {
+            match key {
+                common::Lv::High => &self.high,
+                common::Lv::Low => &self.low,
+            }
+        }
+        fn followup(&self, _: common::Lv, task: RunningTask) {
+            self.high.submit(task);
+        }
+    }
+    let owned = OwnedPool::new(Upward {
+        high: VecDequeChannel::new(),
+        low: VecDequeChannel::new(),
+    })
+    .unwrap();
+    let pool = owned.pool.clone();
+    let waker: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let (parked, woken) = (Gate::new(), Arc::new(AtomicBool::new(false)));
+
+    // P: parks on the dropping channel (not counted) until woken.
+    let (w, p, flag) = (waker.clone(), parked.clone(), woken.clone());
+    let late = pool.low.exec(futures::future::poll_fn(move |cx| {
+        if flag.load(Ordering::SeqCst) {
+            return Poll::Ready("ran");
+        }
+        *w.lock().unwrap() = Some(cx.waker().clone());
+        p.open();
+        Poll::Pending
+    }));
+    assert!(parked.wait_for(common::FAILSAFE));
+
+    // T, the one counted task: its detached output's destructor wakes P.
+    struct WakeOnDrop(Arc<Mutex<Option<Waker>>>, Arc<AtomicBool>);
+    impl Drop for WakeOnDrop {
+        fn drop(&mut self) {
+            self.1.store(true, Ordering::SeqCst);
+            if let Some(waker) = self.0.lock().unwrap().take() {
+                waker.wake();
+            }
+        }
+    }
+    let (gate, started) = (Gate::new(), Gate::new());
+    let (g, s, w, flag) = (gate.clone(), started.clone(), waker.clone(), woken.clone());
+    drop(pool.high.exec(run(move || {
+        s.open();
+        g.wait();
+        WakeOnDrop(w, flag)
+    })));
+    assert!(started.wait_for(common::FAILSAFE));
+
+    let closing = std::thread::spawn(move || block_on(owned.close()));
+    while !pool.is_closing() {
+        std::thread::yield_now();
+    }
+    gate.open();
+    assert_eq!(
+        block_on(late).expect("woken during close into a complete_on_close channel: run"),
+        "ran"
+    );
+    closing.join().unwrap();
+}
