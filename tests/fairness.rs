@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use common::{Gate, FAILSAFE};
+use common::{Flat, Gate, FAILSAFE};
 use smartpool::prelude::*;
 
 /// The documented bound: pops of one channel by one worker between two
@@ -22,47 +22,6 @@ const FAIRNESS_INTERVAL: u64 = 61;
 /// A spinner gives up after this many polls, so that a broken pool fails
 /// the test instead of hanging it.
 const GIVE_UP: u64 = 20_000_000;
-
-#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
-struct Only;
-
-struct Flat {
-    work: VecDequeChannel,
-    threads: usize,
-}
-
-impl Flat {
-    fn new(threads: usize, lifo: bool) -> Flat {
-        Flat {
-            work: if lifo {
-                VecDequeChannel::new()
-            } else {
-                VecDequeChannel::without_lifo_slot()
-            },
-            threads,
-        }
-    }
-}
-
-impl PoolBehavior for Flat {
-    type ChannelKey = Only;
-    fn config(&self) -> PoolConfig<Only> {
-        PoolConfig {
-            threads: self.threads,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![vec![ChannelParams {
-                key: Only,
-                complete_on_close: true,
-            }]],
-        }
-    }
-    fn channel(&self, _: Only) -> &dyn Channel {
-        &self.work
-    }
-    fn followup(&self, _: Only, task: RunningTask) {
-        self.work.submit(task);
-    }
-}
 
 /// Wakes itself and returns `Pending` until `stop` is set (or it gave
 /// up), counting its polls; opens `started` on its first poll.
@@ -127,7 +86,7 @@ impl Fixture {
 #[test]
 fn a_yield_loop_lets_outside_work_in_within_the_bound() {
     for lifo in [true, false] {
-        let owned = OwnedPool::new(Flat::new(1, lifo)).unwrap();
+        let owned = OwnedPool::new(Flat::with(1, lifo, true)).unwrap();
         let pool = owned.pool.clone();
         let f = Fixture::new();
         let (spinner, started) = f.spinner();
@@ -148,7 +107,7 @@ fn a_yield_loop_lets_outside_work_in_within_the_bound() {
 /// Two workers, each with a yield loop: outside work still runs.
 #[test]
 fn yield_loops_on_every_worker_let_outside_work_in() {
-    let owned = OwnedPool::new(Flat::new(2, true)).unwrap();
+    let owned = OwnedPool::new(Flat::with(2, true, true)).unwrap();
     let pool = owned.pool.clone();
     let f = Fixture::new();
     let (a, a_started) = f.spinner();
@@ -167,7 +126,7 @@ fn yield_loops_on_every_worker_let_outside_work_in() {
 #[test]
 fn futures_waking_each_other_let_outside_work_in() {
     for lifo in [false, true] {
-        let owned = OwnedPool::new(Flat::new(1, lifo)).unwrap();
+        let owned = OwnedPool::new(Flat::with(1, lifo, true)).unwrap();
         let pool = owned.pool.clone();
         let f = Fixture::new();
         let peer: Arc<std::sync::Mutex<[Option<Waker>; 2]>> = Arc::default();
@@ -217,7 +176,7 @@ fn futures_waking_each_other_let_outside_work_in() {
 /// worker runs a yield loop: it runs within the bound.
 #[test]
 fn a_future_woken_from_outside_runs_within_the_bound() {
-    let owned = OwnedPool::new(Flat::new(1, true)).unwrap();
+    let owned = OwnedPool::new(Flat::with(1, true, true)).unwrap();
     let pool = owned.pool.clone();
     let f = Fixture::new();
     let (tx, rx) = futures::channel::oneshot::channel::<()>();

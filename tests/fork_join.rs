@@ -7,44 +7,12 @@
 
 mod common;
 
-use common::{scaled, FAILSAFE};
+use common::{scaled, Flat, FAILSAFE};
 use smartpool::prelude::*;
 use std::sync::Arc;
 
-#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
-struct Only;
-
-struct Flat {
-    work: VecDequeChannel,
-    threads: usize,
-}
-
-impl PoolBehavior for Flat {
-    type ChannelKey = Only;
-    fn config(&self) -> PoolConfig<Only> {
-        PoolConfig {
-            threads: self.threads,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![vec![ChannelParams {
-                key: Only,
-                complete_on_close: true,
-            }]],
-        }
-    }
-    fn channel(&self, _: Only) -> &dyn Channel {
-        &self.work
-    }
-    fn followup(&self, _: Only, task: RunningTask) {
-        self.work.submit(task);
-    }
-}
-
 fn pool(threads: usize) -> OwnedPool<Flat> {
-    OwnedPool::new(Flat {
-        work: VecDequeChannel::new(),
-        threads,
-    })
-    .unwrap()
+    OwnedPool::new(Flat::new(threads)).unwrap()
 }
 
 fn fib(pool: &Pool<Flat>, n: u32) -> u64 {

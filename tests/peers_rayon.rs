@@ -57,46 +57,13 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
-use common::{scaled, FAILSAFE};
+use common::{scaled, Flat, FAILSAFE};
 use futures::executor::block_on;
 use smartpool::prelude::*;
 use smartpool::Scope;
 
-#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
-struct Only;
-
-/// One FIFO channel (complete on close), on a given number of threads.
-struct Flat {
-    work: VecDequeChannel,
-    threads: usize,
-}
-
-impl PoolBehavior for Flat {
-    type ChannelKey = Only;
-    fn config(&self) -> PoolConfig<Only> {
-        PoolConfig {
-            threads: self.threads,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![vec![ChannelParams {
-                key: Only,
-                complete_on_close: true,
-            }]],
-        }
-    }
-    fn channel(&self, _: Only) -> &dyn Channel {
-        &self.work
-    }
-    fn followup(&self, _: Only, task: RunningTask) {
-        self.work.submit(task);
-    }
-}
-
 fn pool(threads: usize) -> OwnedPool<Flat> {
-    OwnedPool::new(Flat {
-        work: VecDequeChannel::new(),
-        threads,
-    })
-    .unwrap()
+    OwnedPool::new(Flat::new(threads)).unwrap()
 }
 
 const THREADS: [usize; 2] = [1, 4];

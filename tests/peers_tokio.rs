@@ -7,7 +7,7 @@
 //! runtimes; here each test runs on a pool of 1 and of 4 worker threads.
 //! The tests were rewritten against smartpool's API, not copied: one
 //! level, one `VecDequeChannel`, and a followup that sends woken tasks back
-//! to the same channel (`Flat`, below). The channel is `complete_on_close`
+//! to the same channel (`common::Flat`). The channel is `complete_on_close`
 //! except where a test is about what close drops.
 //!
 //! How smartpool differs, throughout:
@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use common::{scaled, yield_once, CountDown, DropCounter, Gate, FAILSAFE};
+use common::{scaled, yield_once, CountDown, DropCounter, Flat, Gate, FAILSAFE};
 use futures::channel::{mpsc, oneshot};
 use futures::executor::block_on;
 use futures::future::{Either, FutureExt};
@@ -70,54 +70,14 @@ use smartpool::prelude::*;
 /// tokio's current-thread (1 worker) and multi-thread (4 workers) flavours.
 const THREADS: [usize; 2] = [1, 4];
 
-#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
-struct Only;
-
-/// One level, one FIFO channel; a woken task goes back to it.
-struct Flat {
-    work: VecDequeChannel,
-    threads: usize,
-    complete_on_close: bool,
-}
-
-impl PoolBehavior for Flat {
-    type ChannelKey = Only;
-    fn config(&self) -> PoolConfig<Only> {
-        PoolConfig {
-            threads: self.threads,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![vec![ChannelParams {
-                key: Only,
-                complete_on_close: self.complete_on_close,
-            }]],
-        }
-    }
-    fn channel(&self, _: Only) -> &dyn Channel {
-        &self.work
-    }
-    fn followup(&self, _: Only, task: RunningTask) {
-        self.work.submit(task);
-    }
-}
-
 /// A pool whose close runs every task to completion.
 fn new_pool(threads: usize) -> OwnedPool<Flat> {
-    OwnedPool::new(Flat {
-        work: VecDequeChannel::new(),
-        threads,
-        complete_on_close: true,
-    })
-    .unwrap()
+    OwnedPool::new(Flat::with(threads, true, true)).unwrap()
 }
 
 /// A pool whose close drops the queued tasks (tokio's shutdown behaviour).
 fn new_dropping_pool(threads: usize) -> OwnedPool<Flat> {
-    OwnedPool::new(Flat {
-        work: VecDequeChannel::new(),
-        threads,
-        complete_on_close: false,
-    })
-    .unwrap()
+    OwnedPool::new(Flat::with(threads, true, false)).unwrap()
 }
 
 /// Blocks on `future` from outside the pool (smartpool has no `block_on`);

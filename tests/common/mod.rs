@@ -207,3 +207,54 @@ pub fn yield_once() -> impl std::future::Future<Output = ()> {
         }
     })
 }
+
+/// The key of [`Flat`]'s one channel.
+#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+pub struct Only;
+
+/// One level, one FIFO channel (`work`); a woken task goes back to it.
+pub struct Flat {
+    pub work: VecDequeChannel,
+    threads: usize,
+    complete_on_close: bool,
+}
+
+impl Flat {
+    /// `threads` workers, a `complete_on_close` channel with the LIFO slot.
+    pub fn new(threads: usize) -> Flat {
+        Flat::with(threads, true, true)
+    }
+
+    /// With or without the LIFO slot, `complete_on_close` or not.
+    pub fn with(threads: usize, lifo: bool, complete_on_close: bool) -> Flat {
+        Flat {
+            work: if lifo {
+                VecDequeChannel::new()
+            } else {
+                VecDequeChannel::without_lifo_slot()
+            },
+            threads,
+            complete_on_close,
+        }
+    }
+}
+
+impl PoolBehavior for Flat {
+    type ChannelKey = Only;
+    fn config(&self) -> PoolConfig<Only> {
+        PoolConfig {
+            threads: self.threads,
+            schedule: ScheduleAlgorithm::HighestFirst,
+            levels: vec![vec![ChannelParams {
+                key: Only,
+                complete_on_close: self.complete_on_close,
+            }]],
+        }
+    }
+    fn channel(&self, _: Only) -> &dyn Channel {
+        &self.work
+    }
+    fn followup(&self, _: Only, task: RunningTask) {
+        self.work.submit(task);
+    }
+}
