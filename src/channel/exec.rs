@@ -7,7 +7,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Channel, ChannelLink};
 
-use crate::core::Admission;
 use crate::task::{self, CancelReason, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -118,15 +117,11 @@ where
             reason: Reason::Unattached,
         });
     };
-    let count = match link.shared.admit(link.index) {
-        Admission::Refused => {
-            return Err(Rejected {
-                future,
-                reason: Reason::Closed,
-            })
-        }
-        Admission::Uncounted => None,
-        Admission::Counted(count) => Some(count),
+    let Ok(count) = link.shared.admit(link.index) else {
+        return Err(Rejected {
+            future,
+            reason: Reason::Closed,
+        });
     };
     let (task, handle) = task::spawn(future, link.scheduler.clone());
     if let Some(count) = count {

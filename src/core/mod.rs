@@ -12,4 +12,4 @@ pub(crate) mod link;
 mod shared;
 
 pub(crate) use close::CloseState;
-pub(crate) use shared::{Admission, ChannelInfo, Shared};
+pub(crate) use shared::{ChannelInfo, Shared};

@@ -66,22 +66,25 @@ impl Shared {
         self.sleep.new_jobs(1);
     }
 
-    /// Admits a new task to channel `index` (see `close`'s module doc).
-    /// For a `complete_on_close` channel, the admission is a count, which
-    /// the task made for it must take ([`Admitted::hand_to`]).
-    pub(crate) fn admit(&self, index: usize) -> Admission<'_> {
+    /// Admits a new task to channel `index` (see `close`'s module doc):
+    /// `Err` if the pool is closing or closed (give the task back). For a
+    /// `complete_on_close` channel, the admission is a count, which the
+    /// task made for it must take ([`Admitted::hand_to`]).
+    pub(crate) fn admit(&self, index: usize) -> Result<Option<Admitted<'_>>, Closed> {
         if !self.channels[index].complete_on_close {
-            return match self.close.is_open() {
-                true => Admission::Uncounted,
-                false => Admission::Refused,
+            return if self.close.is_open() {
+                Ok(None)
+            } else {
+                Err(Closed)
             };
         }
         let open = self.close.admit();
         let count = Admitted(self);
-        match open {
-            true => Admission::Counted(count),
-            // Dropping the count gives it back (which may terminate).
-            false => Admission::Refused,
+        // Refused: dropping the count gives it back (which may terminate).
+        if open {
+            Ok(Some(count))
+        } else {
+            Err(Closed)
         }
     }
 
@@ -108,16 +111,9 @@ impl Shared {
     }
 }
 
-/// What admitting a new task to a channel came to.
-#[must_use]
-pub(crate) enum Admission<'a> {
-    /// The pool is closing or closed: give the task back.
-    Refused,
-    /// Taken; the channel is not `complete_on_close`.
-    Uncounted,
-    /// Taken and counted: the task must take the count.
-    Counted(Admitted<'a>),
-}
+/// An admission refused: the pool is closing or closed.
+#[derive(Debug)]
+pub(crate) struct Closed;
 
 /// One task's count towards close, handed out by admission (or by a move
 /// into a `complete_on_close` channel): the close accounting's token. The

@@ -10,7 +10,6 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
-use crate::core::Admission;
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
@@ -300,10 +299,8 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         // As `exec` admits a new task: counted if the channel is
         // complete_on_close, refused if the pool is closing. A count for an
         // empty claim is given back as it drops.
-        let count = match shared.admit(index) {
-            Admission::Refused => return,
-            Admission::Uncounted => None,
-            Admission::Counted(count) => Some(count),
+        let Ok(count) = shared.admit(index) else {
+            return;
         };
         let Some(future) = take() else {
             return;

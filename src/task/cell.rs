@@ -66,23 +66,16 @@ impl Header {
     /// access (its `Drop`).
     fn release_count(&self) {
         if let Some(count) = self.detach_count() {
-            count.give_back();
+            give_back(count);
         }
     }
 
-    /// Takes the task's count towards close out of it, if it holds one, to
-    /// be given back by [`DetachedCount::give_back`] (possibly after the
-    /// cell is gone).
-    fn detach_count(&self) -> Option<DetachedCount> {
-        if !self.swap_counted(false) {
-            return None;
-        }
-        let pool = self.scheduler.as_ptr();
-        Some(if std::ptr::addr_eq(crate::context::pool(), pool) {
-            DetachedCount::OnWorker(pool)
-        } else {
-            DetachedCount::Upgraded(self.scheduler.upgrade())
-        })
+    /// Takes the task's count towards close out of it, if it holds one:
+    /// its pool, to be given the count back by [`give_back`] (possibly
+    /// after the cell is gone).
+    fn detach_count(&self) -> Option<PoolRef> {
+        self.swap_counted(false)
+            .then(|| PoolRef::of(&self.scheduler))
     }
 
     /// Records why the task is cancelled if its token is dropped now (the
@@ -119,60 +112,65 @@ impl Header {
     }
 }
 
-/// A count towards close taken out of a task: the one way a task's count
-/// goes back to its pool ([`Schedule::release_counted`]).
-enum DetachedCount {
-    /// Detached on a worker of the task's pool: the pool, reached directly.
+/// A task's pool, as the calling thread reaches it: directly on one of its
+/// workers (the worker keeps the pool alive: upgrading the `Weak` is two
+/// read-modify-writes on the one reference count every task of the pool
+/// shares), through the task's `Weak` anywhere else. Made and used on one
+/// thread (the raw pointer keeps it from being sent).
+enum PoolRef {
+    /// Made on a worker of the task's pool.
     OnWorker(*const dyn Schedule),
-    /// Anywhere else: the pool, if it is still there.
+    /// Made anywhere else: the pool, if it is still there.
     Upgraded(Option<Arc<dyn Schedule>>),
 }
 
-impl DetachedCount {
-    fn give_back(self) {
+impl PoolRef {
+    /// The pool of the task whose `Weak` this is.
+    #[inline]
+    fn of(scheduler: &Weak<dyn Schedule>) -> PoolRef {
+        let pool = scheduler.as_ptr();
+        if std::ptr::addr_eq(crate::context::pool(), pool) {
+            PoolRef::OnWorker(pool)
+        } else {
+            PoolRef::Upgraded(scheduler.upgrade())
+        }
+    }
+
+    /// Calls `f` with the pool, if it is still there (a pool that is gone
+    /// has nothing left to schedule or wait for: `f` is dropped).
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&dyn Schedule) -> R) -> Option<R> {
         match self {
-            DetachedCount::OnWorker(pool) => {
-                // SAFETY: detached on a worker of this pool, on this thread
-                // (`give_back` follows on the same thread, within the same
-                // worker's run, so the context still holds that pool): the
-                // worker's frame owns an `Arc` to the pool while the
-                // context's address is set (`crate::context`'s invariant),
-                // and at detaching the task's `Weak` still reserved the
-                // pool's allocation, so the address was this pool's.
-                let pool = unsafe { &*pool };
-                pool.release_counted();
+            PoolRef::OnWorker(pool) => {
+                // SAFETY: made on this thread while it was a worker of the
+                // pool at that address, and no other object could sit there,
+                // since the task's `Weak` then kept the pool's allocation
+                // reserved; used before that worker's run returns (made and
+                // used within one call on the worker's stack: a `PoolRef` is
+                // never stored or sent), and while the worker's context is
+                // set its frame (`pool::worker::run`) owns an `Arc` to the
+                // pool (`crate::context`'s invariant): the pool is alive,
+                // and a shared reference to it is what every `Arc` holder has.
+                Some(f(unsafe { &**pool }))
             }
-            DetachedCount::Upgraded(Some(pool)) => pool.release_counted(),
-            // A pool that is gone has nothing left to wait for.
-            DetachedCount::Upgraded(None) => {}
+            PoolRef::Upgraded(Some(pool)) => Some(f(&**pool)),
+            PoolRef::Upgraded(None) => None,
         }
     }
 }
 
+/// The one way a task's count towards close goes back to its pool
+/// ([`Schedule::release_counted`]), detached by `Header::detach_count`.
+fn give_back(pool: PoolRef) {
+    pool.with(|pool| pool.release_counted());
+}
+
 /// The one way a task goes back to its pool (a wake that claimed it, or
 /// its own poll ending woken): [`Schedule::schedule`], or a drop if the
-/// pool is gone. On a worker thread of that pool, directly (the worker
-/// keeps the pool alive): upgrading the `Weak` is two read-modify-writes on
-/// the one reference count every task of the pool shares.
+/// pool is gone.
 fn schedule(task: RunningTask, woken_while_running: bool) {
-    let scheduler = &task.header().scheduler;
-    let pool = scheduler.as_ptr();
-    if std::ptr::addr_eq(crate::context::pool(), pool) {
-        // SAFETY: the calling thread is a worker of this task's pool: the
-        // context's pool address is this pool's, and no other object can sit
-        // at that address, since the task's own `Weak` keeps the pool's
-        // allocation reserved. While the address is set, the worker's frame
-        // (`pool::worker::run`) owns an `Arc` to the pool, for the whole of
-        // this call (`crate::context`'s invariant): the pool is alive, and
-        // a shared reference to it is what every `Arc` holder has.
-        let pool = unsafe { &*pool };
-        pool.schedule(task, woken_while_running);
-        return;
-    }
-    match scheduler.upgrade() {
-        Some(pool) => pool.schedule(task, woken_while_running),
-        None => drop(task),
-    }
+    let pool = PoolRef::of(&task.header().scheduler);
+    pool.with(move |pool| pool.schedule(task, woken_while_running));
 }
 
 /// The future, or what it left behind.
@@ -507,7 +505,7 @@ where
         let count = self.header.detach_count();
         drop_reference(self);
         if let Some(count) = count {
-            count.give_back();
+            give_back(count);
         }
         RunOutcome::Completed
     }
