@@ -1,4 +1,4 @@
-//! The calling thread's worker context: the one thread-local of the crate.
+//! The calling thread's worker context: the crate's thread-local state.
 //!
 //! A worker thread *enters* its context when it starts and leaves it when
 //! it ends (a guard); any other thread has none. The context holds:
@@ -13,17 +13,21 @@
 //!
 //! It lives below every other module, so that the task layer can read the
 //! pool address without knowing the pool, and each layer above reads what
-//! it knows of. (It also carries, on any thread, the reason of a task
-//! cancellation in progress: see `task::cancelling`.)
+//! it knows of. It also carries, on any thread, the reason of a task
+//! cancellation in progress (see `task::cancelling`), and the task being
+//! polled, innermost first, with whether it woke itself during that poll
+//! (see `task::cell`: such a wake is recorded here, not in the task's state
+//! word).
 //!
 //! Invariant: *while the pool address is set, the worker's pool is alive*:
 //! the worker enters with the address of a pool it holds an `Arc` to, and
 //! leaves (the guard) before it lets that `Arc` go.
 //!
-//! Under loom the thread-local is std's, which loom's threads (one OS
-//! thread) would share: no loom model runs a worker, so the direct
+//! Under loom the context is std's thread-local, which loom's threads (one
+//! OS thread) would share: no loom model runs a worker, so the direct
 //! reschedule path is not modelled; a model that does must make this
-//! loom's `thread_local!`.
+//! loom's `thread_local!`. The polling marker alone is loom's thread-local
+//! under loom, since the task models poll on several loom threads.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -38,6 +42,24 @@ struct Context {
     /// why (a `CancelReason`'s code, 0 for none), for a future that reports
     /// its own end (a scoped task; see `task::cancelling`).
     cancelling: Cell<u8>,
+    /// The task being polled on this thread (innermost), or null.
+    #[cfg(not(loom))]
+    polling: Polling,
+}
+
+/// The task being polled on this thread, and whether it woke itself.
+struct Polling {
+    task: Cell<*const ()>,
+    woke_itself: Cell<bool>,
+}
+
+impl Polling {
+    const fn new() -> Polling {
+        Polling {
+            task: Cell::new(std::ptr::null()),
+            woke_itself: Cell::new(false),
+        }
+    }
 }
 
 thread_local! {
@@ -46,8 +68,88 @@ thread_local! {
             pool: Cell::new(std::ptr::null()),
             worker: RefCell::new(None),
             cancelling: Cell::new(0),
+            #[cfg(not(loom))]
+            polling: Polling::new(),
         }
     };
+}
+
+// Under loom, loom's threads share one OS thread: the marker must be loom's
+// thread-local, so that the models see each thread's own.
+#[cfg(loom)]
+loom::thread_local! {
+    static POLLING: Polling = Polling::new();
+}
+
+/// Calls `f` with this thread's polling marker (`None` while the thread's
+/// locals are being destroyed).
+#[inline]
+fn with_polling<R>(f: impl FnOnce(&Polling) -> R) -> Option<R> {
+    #[cfg(not(loom))]
+    return CONTEXT.try_with(|c| f(&c.polling)).ok();
+    #[cfg(loom)]
+    return POLLING.try_with(f).ok();
+}
+
+/// A poll in progress on this thread (see [`begin_poll`]). Dropping it, at
+/// [`PollMarker::end`] or in an unwind, restores the marker of the poll it
+/// interrupted, so a nested poll never loses the outer one's wake nor
+/// leaves its own task's address behind.
+#[must_use]
+pub(crate) struct PollMarker {
+    /// The interrupted poll's task and wake flag; `None` if this thread's
+    /// locals were gone at the start (then no wake is recorded here).
+    outer: Option<(*const (), bool)>,
+}
+
+/// This thread starts polling the task at `task` (nested in whatever poll
+/// it is in).
+#[inline]
+pub(crate) fn begin_poll(task: *const ()) -> PollMarker {
+    PollMarker {
+        outer: with_polling(|p| (p.task.replace(task), p.woke_itself.replace(false))),
+    }
+}
+
+impl PollMarker {
+    /// The poll returned: whether the task woke itself during it
+    /// ([`wake_polling`]).
+    #[inline]
+    pub(crate) fn end(self) -> bool {
+        if self.outer.is_none() {
+            return false;
+        }
+        // The locals outlive a poll that began with them: a failure here
+        // cannot happen, and a spurious re-queue would be harmless.
+        with_polling(|p| p.woke_itself.get()).unwrap_or(true)
+    }
+}
+
+impl Drop for PollMarker {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some((task, woke_itself)) = self.outer {
+            with_polling(|p| {
+                p.task.set(task);
+                p.woke_itself.set(woke_itself);
+            });
+        }
+    }
+}
+
+/// A wake of the task at `task`: if this thread is polling it (innermost),
+/// records the wake for the poll's end and returns `true`; else `false`
+/// (the caller wakes it through its state word).
+#[inline]
+pub(crate) fn wake_polling(task: *const ()) -> bool {
+    with_polling(|p| {
+        let mine = std::ptr::addr_eq(p.task.get(), task);
+        if mine {
+            p.woke_itself.set(true);
+        }
+        mine
+    })
+    .unwrap_or(false)
 }
 
 /// Makes this thread a worker of the pool at `pool` until the guard drops
@@ -110,4 +212,33 @@ pub(crate) fn worker<W: 'static>() -> Option<Rc<W>> {
         .try_with(|c| c.worker.borrow().clone()?.downcast::<W>().ok())
         .ok()
         .flatten()
+}
+
+#[cfg(all(test, not(loom)))]
+mod test {
+    use super::*;
+
+    /// A nested poll records its own task's wakes; the outer poll's wake
+    /// survives it, also when the nested poll unwinds.
+    #[test]
+    fn nested_polls_keep_their_own_wakes() {
+        let (a, b) = (1usize as *const (), 2usize as *const ());
+        let outer = begin_poll(a);
+        assert!(wake_polling(a));
+        let inner = begin_poll(b);
+        assert!(!wake_polling(a), "a is not the innermost poll");
+        assert!(!inner.end(), "b did not wake itself");
+        assert!(outer.end(), "a's wake survived b's poll");
+
+        let outer = begin_poll(a);
+        let unwound = std::panic::catch_unwind(|| {
+            let _inner = begin_poll(b);
+            assert!(wake_polling(b));
+            panic!("the nested poll unwinds");
+        });
+        assert!(unwound.is_err());
+        assert!(wake_polling(a), "a is the innermost poll again");
+        assert!(outer.end());
+        assert!(!wake_polling(a), "no poll in progress");
+    }
 }

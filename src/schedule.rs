@@ -128,10 +128,12 @@ impl Levels {
             if !status.any_of(bits) {
                 return None;
             }
+            // The rotation without a division (on every search).
             let n = channels.len();
             let start = cursor.rotation[level];
-            cursor.rotation[level] = (start + 1) % n;
-            (0..n).find_map(|k| take(channels[(start + k) % n]))
+            cursor.rotation[level] = if start + 1 == n { 0 } else { start + 1 };
+            let (head, tail) = channels.split_at(start);
+            tail.iter().chain(head).find_map(|&channel| take(channel))
         };
         match &self.policy {
             Policy::HighestFirst => (0..count).find_map(|level| try_level(level, cursor)),

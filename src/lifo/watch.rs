@@ -53,7 +53,8 @@ pub(crate) const STEAL_DELAY: Duration = Duration::from_micros(20);
 pub(crate) const STEAL_DELAY: Duration = Duration::ZERO;
 
 /// How long a watching worker waits between looks (Linux adds its timer
-/// slack, 50 µs by default, to a timed wait).
+/// slack, 50 µs by default, to a timed wait). Loom's models wait no time.
+#[cfg(not(loom))]
 pub(crate) const WATCH_PERIOD: Duration = Duration::from_micros(50);
 
 /// How long after it last saw a slot cycling a worker goes on watching it,

@@ -70,7 +70,7 @@ fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
         let found = find(pool, &worker, &mut cursor)
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
-            Some((task, channel)) => execute(pool, task, channel),
+            Some(task) => execute(pool, task),
             // Terminated (the loop ends), or a channel left alone: only
             // the loop's condition decides whether the worker exits.
             None => {
@@ -108,7 +108,7 @@ fn search_idle<B: PoolBehavior>(
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
     stop: &dyn Fn() -> bool,
-) -> Option<(RunningTask, usize)> {
+) -> Option<RunningTask> {
     let shared = &*pool.shared;
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
@@ -257,7 +257,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                     return false;
                 }
                 match find(pool, &worker, &mut cursor) {
-                    Some((task, channel)) => execute(pool, task, channel),
+                    Some(task) => execute(pool, task),
                     None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
@@ -276,7 +276,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             let found = find(pool, &worker, &mut cursor)
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
-                Some((task, channel)) => execute(pool, task, channel),
+                Some(task) => execute(pool, task),
                 None if !done() => {
                     back_off(local);
                 }
@@ -311,7 +311,8 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         if let Some(count) = count {
             count.hand_to(&task);
         }
-        execute(pool, task, index);
+        task.set_from(index);
+        execute(pool, task);
     }
 
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
@@ -352,12 +353,13 @@ impl Drop for IdleFlag<'_> {
 
 /// The next task for `worker`: its LIFO slot's, if the schedule admits it
 /// and the streak allows (else that task goes to its channel, see `lifo`),
-/// or one from the channels by the schedule.
+/// or one from the channels by the schedule. The task comes back with the
+/// channel it came from recorded (`RunningTask::from`).
 fn find<B: PoolBehavior>(
     pool: &Pool<B>,
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
-) -> Option<(RunningTask, usize)> {
+) -> Option<RunningTask> {
     let status = &pool.shared.status;
     if let Some(local) = worker.local() {
         if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
@@ -366,7 +368,8 @@ fn find<B: PoolBehavior>(
             if pool.levels.admits(status, cursor, channel)
                 && (local.lifo.extend_streak() || !pool.work_remains())
             {
-                return Some((task, channel));
+                task.set_from(channel);
+                return Some(task);
             }
             local
                 .lifo
@@ -374,19 +377,18 @@ fn find<B: PoolBehavior>(
         }
         local.lifo.end_streak();
     }
-    pool.levels.find(status, cursor, |channel| {
-        pool.take(worker, channel).map(|task| (task, channel))
-    })
+    pool.levels
+        .find(status, cursor, |channel| pool.take(worker, channel))
 }
 
-fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask, channel: usize) {
+/// Runs a task taken from a channel (recorded in it as `from`).
+fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
     let shared = &pool.shared;
-    if !shared.channels[channel].complete_on_close && shared.close.is_closing() {
+    if shared.close.is_closing() && !shared.channels[task.from()].complete_on_close {
         // Closing: tasks of dropping channels are dropped, not run.
         drop(task);
         return;
     }
-    task.set_from(channel);
     match task.run() {
         // The task gave its count back (if it held one) as it completed.
         RunOutcome::Completed => {}

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -264,16 +265,21 @@ trait Runnable: Send + Sync {
 /// cancellation error. A behavior's `followup` receives one and submits it to
 /// a channel.
 pub struct RunningTask {
-    task: Option<Arc<dyn Runnable>>,
+    /// Taken out only by `run` and `drop`, each of which consumes the token
+    /// (no `Option`: an `Option<RunningTask>` stays two words, returned in
+    /// registers through the channels' `pop`).
+    task: ManuallyDrop<Arc<dyn Runnable>>,
 }
 
 impl RunningTask {
     fn new(task: Arc<dyn Runnable>) -> RunningTask {
-        RunningTask { task: Some(task) }
+        RunningTask {
+            task: ManuallyDrop::new(task),
+        }
     }
 
     fn header(&self) -> &Header {
-        self.task.as_ref().expect("a token holds its task").header()
+        self.task.header()
     }
 
     /// Index of the channel the task was last taken from.
@@ -341,16 +347,21 @@ impl RunningTask {
     }
 
     /// Polls the task once. Catches a panic of the future.
-    pub(crate) fn run(mut self) -> RunOutcome {
-        self.task.take().expect("a token holds its task").run()
+    pub(crate) fn run(self) -> RunOutcome {
+        let mut token = ManuallyDrop::new(self);
+        // SAFETY: `token` is never used again, nor dropped: the task is
+        // taken out once.
+        let task = unsafe { ManuallyDrop::take(&mut token.task) };
+        task.run()
     }
 }
 
 impl Drop for RunningTask {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.cancel();
-        }
+        // SAFETY: the token is being dropped: the task is taken out once
+        // (`run` does not drop the token).
+        let task = unsafe { ManuallyDrop::take(&mut self.task) };
+        task.cancel();
     }
 }
 
@@ -472,13 +483,17 @@ where
             let future = unsafe { Pin::new_unchecked(future) };
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
         };
+        // A wake of this task on this thread during the poll is recorded in
+        // the thread's context (see `wake_by_ref`): no read-modify-write.
+        let marker = crate::context::begin_poll(Arc::as_ptr(&self).cast());
         // SAFETY: (the `with_stage` contract) we consumed the token and made
         // the state `RUNNING` above; we give the stage up only in the
         // transitions below, after this call.
         let polled = unsafe { self.with_stage(poll) };
+        let woke_itself = marker.end();
         let output = match polled {
             Ok(Poll::Pending) => {
-                match self.header.state.end_poll_pending() {
+                match self.header.state.end_poll_pending(woke_itself) {
                     Park::Parked => drop_reference(self),
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion).
@@ -532,7 +547,16 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    /// A wake during the task's own poll, on the polling thread (a
+    /// yield, a future that finds more to do), is recorded in the thread's
+    /// context, for the poll's end to re-queue the task: that thread holds
+    /// the responsibility, and the poll's end is sequenced after the wake,
+    /// so there is nothing to publish. Any other wake goes through the state
+    /// word.
     fn wake_by_ref(arc_self: &Arc<Self>) {
+        if crate::context::wake_polling(Arc::as_ptr(arc_self).cast()) {
+            return;
+        }
         if arc_self.header.state.wake() == WakeOutcome::Claimed {
             schedule(RunningTask::new(arc_self.clone()), false);
         }

@@ -47,12 +47,20 @@ struct Signals {
 struct Gate {
     signals: Arc<Signals>,
     need: usize,
+    /// Wakes itself in this many of its first polls (a yield: recorded in
+    /// the polling thread's context, not in the state word).
+    yields: usize,
 }
 
 impl Future for Gate {
     type Output = u32;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
         *lock(&self.signals.slot) = Some(cx.waker().clone());
+        if self.yields > 0 {
+            self.yields -= 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if self.signals.opened.load(Ordering::Acquire) >= self.need {
             return Poll::Ready(7);
         }
@@ -79,6 +87,13 @@ fn open(signals: &Signals) {
 }
 
 fn new_task(need: usize) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandle<u32>) {
+    new_yielding_task(need, 0)
+}
+
+fn new_yielding_task(
+    need: usize,
+    yields: usize,
+) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandle<u32>) {
     let recorder = Arc::new(Recorder::default());
     let signals = Arc::new(Signals {
         opened: AtomicUsize::new(0),
@@ -90,6 +105,7 @@ fn new_task(need: usize) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandl
     let gate = Gate {
         signals: signals.clone(),
         need,
+        yields,
     };
     let (task, join) = spawn(gate, weak);
     (recorder, signals, task, join)
@@ -164,6 +180,39 @@ fn wake_racing_poll() {
 #[test]
 fn wakes_racing_each_other() {
     model(2);
+}
+
+/// A task that wakes itself in its first two polls (yields: recorded in
+/// the polling thread's context, not in the state word), the second racing
+/// an opener's wake from another thread: each yield re-queues it exactly
+/// once, the opener's wake is not lost, and it completes once.
+#[test]
+fn yield_racing_a_wake() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_yielding_task(1, 2);
+        // The first poll registers the waker and yields.
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let task = lock(&recorder.queued).pop().expect("a yield re-queues");
+        let opener = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        assert_eq!(lock(&recorder.queued).len(), 1, "queued once");
+        let runs = drive(&recorder, &signals, 1);
+        assert!(runs <= 2, "more polls than the opener's wake and one");
+        opener.join().unwrap();
+        assert!(
+            lock(&recorder.queued).is_empty(),
+            "re-queued after completion"
+        );
+        assert_eq!(
+            signals.drops.load(Ordering::SeqCst),
+            1,
+            "future dropped once"
+        );
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+    });
 }
 
 #[test]

@@ -27,7 +27,8 @@
 //! | `RUNNING+SCHEDULED` | the same worker, woken meanwhile: it re-queues |
 //! | `COMPLETE`          | nobody: the future is gone                     |
 //!
-//! Transitions, each one atomic read-modify-write:
+//! Transitions, each one atomic read-modify-write of the word (a self-wake
+//! alone writes only a thread-local, below):
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
 //! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed);
@@ -39,6 +40,14 @@
 //! * wake: `IDLE → SCHEDULED` (the waker now holds responsibility: it makes
 //!   the token and hands it to the behavior's followup), `RUNNING →
 //!   RUNNING+SCHEDULED`; in any other state a wake changes nothing;
+//! * a wake *on the polling thread during the task's own poll* (a yield)
+//!   does not touch the word: the thread's context records it (the marker
+//!   names the innermost task being polled there, saved and restored
+//!   around nested polls), and the poll's end, with `Pending`, takes
+//!   `RUNNING` or `RUNNING+SCHEDULED` to `SCHEDULED` with one swap and
+//!   re-queues. The wake is sequenced before the poll's end on one thread,
+//!   so nothing needs publishing; wakes from elsewhere during that poll
+//!   still set `SCHEDULED`, and the swap acquires them;
 //! * poll returned `Ready` or panicked, or the token was dropped:
 //!   `→ COMPLETE`, then the joiner is woken.
 //!
@@ -82,7 +91,7 @@ pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
 /// it through a `Weak`, which a wake on one of the pool's own workers does
-/// not need to upgrade (see `cell::Header::reschedule`).
+/// not need to upgrade (see `cell::PoolRef`).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// The one way back to the scheduler: a task is runnable again, and
     /// `task` is the responsibility for it. `woken_while_running`: it was

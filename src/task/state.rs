@@ -10,7 +10,8 @@ const RUNNING: usize = 1;
 /// Alone: a token exists, the task is queued or about to be run. With `RUNNING`,
 /// it was woken during its poll, and the poller will re-queue it (the
 /// "woken" state of the module doc). One bit for both, so that ending a
-/// poll is one subtraction of `RUNNING` (see `end_poll_pending`).
+/// poll is one subtraction of `RUNNING`, or one swap to `SCHEDULED` after a
+/// self-wake (see `end_poll_pending`).
 const SCHEDULED: usize = 2;
 /// Finished or cancelled; the future is gone. Final.
 const COMPLETE: usize = 4;
@@ -33,7 +34,8 @@ pub(crate) enum Wake {
 pub(crate) enum Park {
     /// `RUNNING → IDLE`: responsibility given up.
     Parked,
-    /// `RUNNING+SCHEDULED → SCHEDULED`: woken during the poll; re-queue it.
+    /// `RUNNING+SCHEDULED → SCHEDULED` (or `RUNNING → SCHEDULED` after a
+    /// self-wake): woken during the poll; re-queue it.
     Requeue,
 }
 
@@ -82,7 +84,17 @@ impl State {
     /// Acquire pairs with the release of every wake during the poll (their
     /// writes are earlier in the word's modification order); release
     /// publishes the poll to the waker that will claim the parked task.
-    pub(crate) fn end_poll_pending(&self) -> Park {
+    ///
+    /// `woke_itself`: the task woke itself during the poll, on the polling
+    /// thread, which recorded that in its context instead of in the word
+    /// (see `task::cell`): `RUNNING(+SCHEDULED) → SCHEDULED`, one swap,
+    /// which also acquires the wakes of other threads during the poll.
+    pub(crate) fn end_poll_pending(&self, woke_itself: bool) -> Park {
+        if woke_itself {
+            let old = self.0.swap(SCHEDULED, Ordering::AcqRel);
+            debug_assert!(old == RUNNING || old == RUNNING | SCHEDULED);
+            return Park::Requeue;
+        }
         let old = self.0.fetch_sub(RUNNING, Ordering::AcqRel);
         debug_assert!(old == RUNNING || old == RUNNING | SCHEDULED);
         if old & SCHEDULED == 0 {
@@ -112,13 +124,22 @@ mod test {
         let s = State::new_scheduled();
         assert_eq!(s.wake(), Wake::Pending, "already scheduled");
         s.start_running();
-        assert_eq!(s.end_poll_pending(), Park::Parked);
+        assert_eq!(s.end_poll_pending(false), Park::Parked);
         assert_eq!(s.wake(), Wake::Claimed);
         assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
         s.start_running();
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.end_poll_pending(), Park::Requeue, "woken during poll");
+        assert_eq!(
+            s.end_poll_pending(false),
+            Park::Requeue,
+            "woken during poll"
+        );
+        s.start_running();
+        assert_eq!(s.end_poll_pending(true), Park::Requeue, "woke itself");
+        s.start_running();
+        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.end_poll_pending(true), Park::Requeue, "both");
         s.start_running();
         s.complete();
         assert!(s.is_complete());
