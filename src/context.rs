@@ -137,6 +137,14 @@ impl Drop for PollMarker {
     }
 }
 
+/// The task this thread is polling (innermost), as given to
+/// [`begin_poll`], or `None`. The poller keeps it alive until the poll's
+/// marker drops, which restores the outer poll's task.
+#[inline]
+pub(crate) fn polling() -> Option<*const ()> {
+    with_polling(|p| p.task.get()).filter(|task| !task.is_null())
+}
+
 /// A wake of the task at `task`: if this thread is polling it (innermost),
 /// records the wake for the poll's end and returns `true`; else `false`
 /// (the caller wakes it through its state word).

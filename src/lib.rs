@@ -98,6 +98,7 @@ mod behavior;
 mod channel;
 mod context;
 mod core;
+mod join_set;
 mod lifo;
 mod pool;
 mod run;
@@ -109,6 +110,7 @@ mod steal;
 mod sync;
 mod task;
 mod time;
+mod yield_now;
 
 pub use crate::core::context::WorkerContext;
 pub use behavior::{
@@ -118,12 +120,14 @@ pub use channel::{
     AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
     ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
+pub use join_set::JoinSet;
 pub use pool::{Close, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
-pub use scope::{scope, Scope, ScopedJoinHandle};
+pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use steal::WorkQueue;
-pub use task::{CancelReason, JoinError, JoinHandle, RunningTask};
+pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, RunningTask};
 pub use time::{Periodic, Sleep, TimeScheduler};
+pub use yield_now::{yield_now, YieldNow};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

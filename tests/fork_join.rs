@@ -1,5 +1,5 @@
-//! Recursive divide and conquer with `scope`: each task spawns its halves
-//! and waits for them. A waiting scope runs its own not-yet-started tasks
+//! Recursive divide and conquer with `scope` and with `join`: each task
+//! spawns its halves and waits for them. A waiting scope runs its own not-yet-started tasks
 //! first, newest first (rayon's work-first order), so this completes on any
 //! number of threads, 1 included, without deep nesting.
 //! Shapes from rayon-core's `join` tests (`sort`, fibonacci) and its
@@ -148,4 +148,143 @@ fn a_deep_tree_of_scopes_completes_on_many_threads() {
         assert_eq!(leaves.load(std::sync::atomic::Ordering::SeqCst), 1 << depth);
         futures::executor::block_on(owned.close());
     }
+}
+
+fn fib_by_join(pool: &Pool<Flat>, n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = smartpool::join(
+        &pool.work,
+        || fib_by_join(pool, n - 1),
+        || fib_by_join(pool, n - 2),
+    );
+    a + b
+}
+
+fn quicksort_by_join(pool: &Pool<Flat>, v: &mut [u32]) {
+    if v.len() <= 16 {
+        v.sort_unstable();
+        return;
+    }
+    let mid = partition(v);
+    let (left, right) = v.split_at_mut(mid);
+    smartpool::join(
+        &pool.work,
+        || quicksort_by_join(pool, left),
+        || quicksort_by_join(pool, right),
+    );
+}
+
+/// Hoare partition around the middle element; returns where the right
+/// part starts (both parts non-empty).
+fn partition(v: &mut [u32]) -> usize {
+    let pivot = v[v.len() / 2];
+    let (mut lo, mut hi) = (0, v.len() - 1);
+    loop {
+        while v[lo] < pivot {
+            lo += 1;
+        }
+        while v[hi] > pivot {
+            hi -= 1;
+        }
+        if lo >= hi {
+            return hi + 1;
+        }
+        v.swap(lo, hi);
+        lo += 1;
+        hi -= 1;
+    }
+}
+
+fn pseudo_random(len: usize) -> Vec<u32> {
+    let mut x = 0x2545_f491_u32;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+/// Recursive `join` inside a task, on 1 thread and on all of them.
+#[test]
+fn fibonacci_by_join_completes_on_one_and_on_all_threads() {
+    let n = if cfg!(miri) { 8 } else { 22 };
+    let expected = if cfg!(miri) { 21 } else { 17_711 };
+    for threads in [1, num_cpus::get().max(2)] {
+        let owned = pool(threads);
+        assert_eq!(inside(&owned, move |p| fib_by_join(p, n)), expected);
+        futures::executor::block_on(owned.close());
+    }
+}
+
+/// The quicksort over 10^6 elements, by `join`, inside a task on 1
+/// thread and on all of them, and from outside the pool (the caller runs
+/// the first halves and waits for the workers to run the second).
+#[test]
+fn quicksort_by_join_sorts_a_million_on_one_and_on_all_threads() {
+    let len = scaled(1_000_000);
+    for threads in [1, num_cpus::get().max(2)] {
+        let owned = pool(threads);
+        let sorted = inside(&owned, move |p| {
+            let mut data = pseudo_random(len);
+            quicksort_by_join(p, &mut data);
+            data
+        });
+        assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "sorted inside");
+        let mut data = pseudo_random(scaled(100_000));
+        quicksort_by_join(&owned.pool, &mut data);
+        assert!(data.windows(2).all(|w| w[0] <= w[1]), "sorted outside");
+        futures::executor::block_on(owned.close());
+    }
+}
+
+/// On a closed pool, `join` runs both halves on the caller.
+#[test]
+fn join_runs_a_refused_half_on_the_caller() {
+    let owned = pool(1);
+    let pool = owned.pool.clone();
+    futures::executor::block_on(owned.close());
+    let caller = std::thread::current().id();
+    let (a, b) = smartpool::join(
+        &pool.work,
+        || std::thread::current().id(),
+        || std::thread::current().id(),
+    );
+    assert_eq!((a, b), (caller, caller));
+}
+
+/// A closing pool that drops `b` unrun (a channel that is not
+/// `complete_on_close`): the caller runs it.
+#[test]
+fn join_runs_a_half_its_pool_dropped_on_the_caller() {
+    let owned = OwnedPool::new(Flat::with(1, true, false)).unwrap();
+    let pool = owned.pool.clone();
+    let (gate, started) = (common::Gate::new(), common::Gate::new());
+    let (g, s) = (gate.clone(), started.clone());
+    let held = pool.work.exec(run(move || {
+        s.open();
+        g.wait();
+    }));
+    started.wait();
+    let closing = std::thread::spawn(move || drop(owned));
+    let b_thread = std::sync::Mutex::new(None);
+    let (a, ()) = smartpool::join(
+        &pool.work,
+        || {
+            // `b` is queued behind the held worker: close drops it.
+            while !pool.is_closing() {
+                std::thread::yield_now();
+            }
+            gate.open();
+            closing.join().unwrap();
+            std::thread::current().id()
+        },
+        || *b_thread.lock().unwrap() = Some(std::thread::current().id()),
+    );
+    assert_eq!(*b_thread.lock().unwrap(), Some(a), "b ran on the caller");
+    futures::executor::block_on(held).unwrap();
 }

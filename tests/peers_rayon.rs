@@ -11,7 +11,9 @@
 //!   `smartpool::scope(|s| { s.exec(&pool.work, run(move || ..)); })`. A
 //!   scoped task is a future on a channel of a pool, so each one names its
 //!   channel, and a task that submits more captures `s`.
-//! * smartpool has no `join(a, b)`. [`join`] below is a scope of two tasks.
+//! * `rayon::join(a, b)` becomes `smartpool::join(&pool.work, a, b)`: `b`
+//!   is queued on the channel, `a` runs on the caller, then the caller
+//!   runs `b` itself if no worker took it.
 //! * rayon's implicit global pool becomes an explicit [`Flat`] pool (one
 //!   FIFO channel) on 1 and on 4 threads. Each test runs from outside the
 //!   pool, where the caller parks while the workers run the tasks, and
@@ -35,20 +37,16 @@
 //!   `scope_spawn_broadcast_panic_one`, `scope_spawn_broadcast_panic_many`:
 //!   smartpool has no broadcast (one task per worker thread).
 //! * `join_context_both`, `join_context_neither`, `join_context_second`:
-//!   smartpool has no `join_context` or `migrated()`. Also, "the second
-//!   half ran on another thread" is not guaranteed here: a waiting worker
-//!   runs its own tasks first, and a thief may take either one.
+//!   smartpool has no `join_context` or `migrated()`.
 //!
 //! Deliberate differences (also noted beside the tests):
 //! * A waiting scope runs only *its own* pending tasks newest first, then
 //!   helps with the pool's. rayon's wait pops the thread's shared deque, so
 //!   the orders differ in `mixed_lifo_order`.
-//! * When both halves of a join panic, the resumed panic is the first one
-//!   to happen, not always `a`'s.
 //! * Close: rayon keeps a pool alive while a scope needs it. smartpool's
 //!   close refuses new tasks, and a scope on a closing pool sees them
-//!   cancelled (covered by `tests/scope.rs`, not here). The `join` helper
-//!   below would then panic ("task a ran").
+//!   cancelled (covered by `tests/scope.rs`, not here); `join` runs a
+//!   refused or dropped `b` on the caller (covered by `tests/fork_join.rs`).
 
 mod common;
 
@@ -128,24 +126,6 @@ fn outside_and_inside(test: impl Fn(&Pool<Flat>) + Clone + Send + 'static) {
         inside(&owned, test.clone());
         block_on(owned.close());
     }
-}
-
-/// rayon's `join(a, b)` as a scope of two tasks. Both end (run on the
-/// pool, or inline by a waiting worker) before it returns. If either
-/// panics, the scope resumes that panic after both have ended.
-fn join<A, B, RA, RB>(pool: &Pool<Flat>, a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    let (mut ra, mut rb) = (None, None);
-    smartpool::scope(|s| {
-        s.exec(&pool.work, run(|| ra = Some(a())));
-        s.exec(&pool.work, run(|| rb = Some(b())));
-    });
-    (ra.expect("task a ran"), rb.expect("task b ran"))
 }
 
 /// The text of a panic payload.
@@ -762,7 +742,7 @@ fn quick_sort<T: PartialOrd + Send>(pool: &Pool<Flat>, v: &mut [T]) {
     let mid = partition(v);
     let (lo, rest) = v.split_at_mut(mid);
     let hi = &mut rest[1..]; // rest[0] is the pivot, in place
-    join(pool, || quick_sort(pool, lo), || quick_sort(pool, hi));
+    smartpool::join(&pool.work, || quick_sort(pool, lo), || quick_sort(pool, hi));
 }
 
 /// Lomuto partition around the middle element; returns where the pivot
@@ -822,7 +802,7 @@ fn sort_in_pool() {
 fn join_panic_propagate_a() {
     outside_and_inside(|p| {
         expect_hello(catch_unwind(AssertUnwindSafe(|| {
-            join(p, || panic!("Hello, world!"), || ())
+            smartpool::join(&p.work, || panic!("Hello, world!"), || ())
         })));
     });
 }
@@ -832,43 +812,28 @@ fn join_panic_propagate_a() {
 fn join_panic_propagate_b() {
     outside_and_inside(|p| {
         expect_hello(catch_unwind(AssertUnwindSafe(|| {
-            join(p, || (), || panic!("Hello, world!"))
+            smartpool::join(&p.work, || (), || panic!("Hello, world!"))
         })));
     });
 }
 
 // rayon-core src/join/test.rs: panic_propagate_both
-// Differs from rayon on purpose. rayon always resumes a's panic. A scope
-// resumes the first task panic to happen. From outside, or on several
-// threads, either one may come first. Inside a 1-thread pool the waiting
-// worker runs its own tasks newest first, so b panics first and b's panic
-// is resumed.
+// As rayon: `a`'s panic is resumed (after `b` also ran and panicked).
 #[test]
 fn join_panic_propagate_both() {
-    fn both(p: &Pool<Flat>) -> String {
+    outside_and_inside(|p| {
         let result = catch_unwind(AssertUnwindSafe(|| {
-            join(p, || panic!("Hello, world!"), || panic!("Goodbye, world!"))
+            smartpool::join(
+                &p.work,
+                || panic!("Hello, world!"),
+                || panic!("Goodbye, world!"),
+            )
         }));
-        panic_text(&*result.expect_err("the panic propagated"))
-    }
-    for threads in THREADS {
-        let owned = pool(threads);
-        let from_outside = outside(&owned, both);
-        assert!(
-            from_outside == "Hello, world!" || from_outside == "Goodbye, world!",
-            "{from_outside}"
+        assert_eq!(
+            panic_text(&*result.expect_err("the panic propagated")),
+            "Hello, world!"
         );
-        let from_inside = inside(&owned, both);
-        if threads == 1 {
-            assert_eq!(from_inside, "Goodbye, world!", "b ran first (newest first)");
-        } else {
-            assert!(
-                from_inside == "Hello, world!" || from_inside == "Goodbye, world!",
-                "{from_inside}"
-            );
-        }
-        block_on(owned.close());
-    }
+    });
 }
 
 // rayon-core src/join/test.rs: panic_b_still_executes
@@ -877,7 +842,7 @@ fn join_panic_b_still_executes() {
     outside_and_inside(|p| {
         let mut x = false;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            join(p, || panic!("Hello, world!"), || x = true)
+            smartpool::join(&p.work, || panic!("Hello, world!"), || x = true)
         }));
         expect_hello(result);
         assert!(x, "closure b ran although closure a panicked");
@@ -897,7 +862,7 @@ fn join_counter_overflow() {
     let (i, j) = inside(&owned, move |p| {
         let (mut i, mut j) = (0usize, 0usize);
         for _ in 0..n {
-            join(p, || i += 1, || j += 1);
+            smartpool::join(&p.work, || i += 1, || j += 1);
         }
         (i, j)
     });
@@ -915,8 +880,8 @@ fn par_sum_plus_one(pool: &Pool<Flat>, v: &[i32]) -> i32 {
         return v.iter().map(|&i| i + 1).sum();
     }
     let (left, right) = v.split_at(v.len() / 2);
-    let (a, b) = join(
-        pool,
+    let (a, b) = smartpool::join(
+        &pool.work,
         || par_sum_plus_one(pool, left),
         || par_sum_plus_one(pool, right),
     );

@@ -40,6 +40,51 @@ impl<B: PoolBehavior> Pool<B> {
         self.shared.close.is_closing()
     }
 
+    /// The pool whose task is running on the calling thread (tokio's
+    /// `Handle::try_current`): `Some` inside a task (future or closure) of
+    /// a pool of behavior `B`, `None` elsewhere, for a pool of another
+    /// behavior type, or while the pool is being dropped. With
+    /// [`Pool::current_key`], a task submits children at its own level:
+    ///
+    /// ```
+    /// # use smartpool::prelude::*;
+    /// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+    /// # struct B { work: VecDequeChannel }
+    /// # impl PoolBehavior for B {
+    /// #     type ChannelKey = Only;
+    /// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 1,
+    /// #         schedule: ScheduleAlgorithm::HighestFirst,
+    /// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+    /// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+    /// #     fn followup(&self, from: Only, task: RunningTask) { self.channel(from).submit(task) }
+    /// # }
+    /// # let owned = OwnedPool::new(B { work: VecDequeChannel::new() }).unwrap();
+    /// let child = owned.pool.work.exec(async {
+    ///     let pool = Pool::<B>::current().expect("on the pool");
+    ///     let key = pool.current_key().expect("a task of this pool");
+    ///     pool.channel(key).exec(async { 2 }).await.unwrap()
+    /// });
+    /// assert_eq!(futures::executor::block_on(child).unwrap(), 2);
+    /// assert!(Pool::<B>::current().is_none(), "not inside a task");
+    /// ```
+    pub fn current() -> Option<Arc<Pool<B>>> {
+        crate::task::with_polling_task(|scheduler, _| scheduler.upgrade())??
+            .into_any()
+            .downcast::<Pool<B>>()
+            .ok()
+    }
+
+    /// The key of the channel the task running on the calling thread was
+    /// taken from, if that task is one of this pool's (else `None`). For a
+    /// future woken since it was submitted, that is where its behavior's
+    /// followup last sent it.
+    pub fn current_key(&self) -> Option<B::ChannelKey> {
+        let me = (self as *const Pool<B>).cast::<()>();
+        crate::task::with_polling_task(|scheduler, from| {
+            std::ptr::addr_eq(scheduler.as_ptr(), me).then(|| self.keys[from])
+        })?
+    }
+
     fn channel_at(&self, index: usize) -> &dyn Channel {
         self.behavior.channel(self.keys[index])
     }
@@ -199,6 +244,10 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
 
     fn is_closing(&self) -> bool {
         self.shared.close.is_closing()
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 

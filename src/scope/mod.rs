@@ -80,9 +80,11 @@ mod claim;
 mod erase;
 mod handle;
 mod help;
+mod join;
 mod latch;
 
 pub use handle::ScopedJoinHandle;
+pub use join::join;
 
 use std::any::Any;
 use std::fmt;

@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 
 use futures::task::{waker_ref, ArcWake, AtomicWaker};
 
-use super::join::{CancelReason, JoinError, JoinHandle, JoinTarget};
-use super::state::{Park, State, Wake as WakeOutcome};
+use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget};
+use super::state::{Abort as AbortOutcome, Park, Start, State, Wake as WakeOutcome};
 use super::Schedule;
 use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
@@ -25,7 +25,7 @@ pub(crate) struct Header {
     /// a `complete_on_close` channel). Written by the responsible party only.
     counted: AtomicBool,
     /// Why the task is cancelled if its token is dropped now: a
-    /// [`CancelReason`] as `code + 1`, or [`UNSET`] for "ask the pool"
+    /// [`CancelReason`] as its discriminant (from 1), or [`UNSET`] for "ask the pool"
     /// (closing: `PoolClosed`; open: its channel dropped it). Written by the
     /// responsible party only: set before a followup gets the token, unset
     /// when the token enters a channel.
@@ -174,6 +174,28 @@ fn schedule(task: RunningTask, woken_while_running: bool) {
     pool.with(move |pool| pool.schedule(task, woken_while_running));
 }
 
+/// How the polling marker (`crate::context::begin_poll`) names a task: by
+/// its header's address, which [`with_polling_task`] reads back.
+#[inline]
+fn header_address(header: &Header) -> *const () {
+    (header as *const Header).cast()
+}
+
+/// Calls `f` with the pool (as its `Weak`) and the channel index of the
+/// task this thread is polling, if any (innermost, whatever its pool).
+pub(crate) fn with_polling_task<R>(f: impl FnOnce(&Weak<dyn Schedule>, usize) -> R) -> Option<R> {
+    let header = crate::context::polling()?;
+    // SAFETY: the marker holds the address of the header of the task this
+    // thread is polling (`header_address`, set by `Runnable::run` for the
+    // span of the poll); the poller holds an `Arc` to the cell until the
+    // marker drops and restores the outer poll's task, also on unwind. So
+    // the header is alive, and shared access is what every `Arc` holder
+    // has.
+    let header = unsafe { &*header.cast::<Header>() };
+    // `from` is written by the responsible party: this thread, polling.
+    Some(f(&header.scheduler, header.from.load(Ordering::Relaxed)))
+}
+
 /// The future, or what it left behind.
 pub(super) enum Stage<F: Future> {
     Running(F),
@@ -197,8 +219,9 @@ pub(super) struct TaskCell<F: Future> {
 // SAFETY: the only state not already `Sync` is the stage, and it is touched
 // by one party at a time, in an order the state word's acquire/release
 // transitions make happen-before one another: the poller (`RUNNING`, or
-// `RUNNING+SCHEDULED` once woken) or the token's holder cancelling
-// (`SCHEDULED`), then the joiner once `COMPLETE`, then whoever frees the
+// `RUNNING+SCHEDULED` once woken, or `SCHEDULED` after a poll that ended
+// aborted) or the token's holder cancelling (`SCHEDULED`), then the joiner
+// once `COMPLETE`, then whoever frees the
 // cell (exclusive, by `Arc`). The future and its output are `Send`, so that
 // party may be on any thread (as `Mutex<T>: Sync` needs only `T: Send`).
 unsafe impl<F> Sync for TaskCell<F>
@@ -242,7 +265,7 @@ pub(crate) struct Entered {
 #[must_use]
 #[derive(Debug)]
 pub(crate) enum RunOutcome {
-    /// Finished (or panicked); its count towards close, if any, is given
+    /// Finished (or panicked, or aborted); its count towards close, if any, is given
     /// back.
     Completed,
     /// Returned `Pending`: parked (whoever wakes it schedules it), or, woken
@@ -406,8 +429,9 @@ impl<F: Future> TaskCell<F> {
     ///
     /// The caller must be the party responsible for the stage (see the
     /// module doc): the poller, which consumed the token in `start_running`
-    /// (the state is `RUNNING`, or `RUNNING+SCHEDULED` if woken since), the
-    /// token's holder cancelling it (`SCHEDULED`), or the joiner, having
+    /// (the state is `RUNNING`, or `RUNNING+SCHEDULED` if woken since, or
+    /// `SCHEDULED` after a poll that ended aborted), the token's holder
+    /// cancelling it (`SCHEDULED`), or the joiner, having
     /// seen `COMPLETE`. Then no other party touches the stage until the
     /// caller's next state transition, which follows this call.
     pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
@@ -466,7 +490,9 @@ where
     }
 
     fn run(self: Arc<Self>) -> RunOutcome {
-        self.header.state.start_running();
+        if self.header.state.start_running() == Start::Aborted {
+            return self.finish_aborted();
+        }
         // Borrows our `Arc` without a reference count of its own (two
         // atomic operations a poll, measured); a future that keeps the
         // waker clones it, which counts.
@@ -485,7 +511,7 @@ where
         };
         // A wake of this task on this thread during the poll is recorded in
         // the thread's context (see `wake_by_ref`): no read-modify-write.
-        let marker = crate::context::begin_poll(Arc::as_ptr(&self).cast());
+        let marker = crate::context::begin_poll(header_address(&self.header));
         // SAFETY: (the `with_stage` contract) we consumed the token and made
         // the state `RUNNING` above; we give the stage up only in the
         // transitions below, after this call.
@@ -498,6 +524,9 @@ where
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion).
                     Park::Requeue => schedule(RunningTask::new(self), true),
+                    // Aborted during the poll: the poller, still
+                    // responsible, drops the future.
+                    Park::Aborted => return self.finish_aborted(),
                 }
                 return RunOutcome::Pending;
             }
@@ -512,6 +541,49 @@ where
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
+        self.finish()
+    }
+
+    fn cancel(&self) {
+        let reason = if self.header.state.is_aborted() {
+            CancelReason::Aborted
+        } else {
+            self.header.cancel_reason()
+        };
+        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
+        // the token, in `SCHEDULED`; `complete` hands the stage on.
+        unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
+        self.complete();
+        // (Never panics: `complete` and `set_stage` catch user code.)
+        self.header.release_count();
+    }
+}
+
+impl<F> TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// Replaces the future by a cancellation for `reason`, with the reason
+    /// readable while the future drops (see `task::cancelling`).
+    fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
+        super::cancelling(reason, || {
+            Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled(reason))))
+        })
+    }
+
+    /// The poller (`RUNNING`, or `SCHEDULED` after an abort at the end of
+    /// a poll) drops the aborted future and completes the task.
+    #[cold]
+    fn finish_aborted(self: Arc<Self>) -> RunOutcome {
+        // SAFETY: (the `with_stage` contract) the caller is the poller,
+        // responsible until `complete` in `finish`.
+        unsafe { self.with_stage(|stage| Self::drop_future(stage, CancelReason::Aborted)) };
+        self.finish()
+    }
+
+    /// The stage holds the outcome: completes the task and lets go of it.
+    fn finish(self: Arc<Self>) -> RunOutcome {
         self.complete();
         // The count goes back after the worker lets go of the cell: if that
         // is the last reference, the output's destructor (user code, which
@@ -524,21 +596,23 @@ where
         }
         RunOutcome::Completed
     }
+}
 
-    fn cancel(&self) {
-        let reason = self.header.cancel_reason();
-        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
-        // the token, in `SCHEDULED`; `complete` hands the stage on.
-        unsafe {
-            self.with_stage(|stage| {
-                super::cancelling(reason, || {
-                    Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled(reason))))
-                })
-            })
-        };
-        self.complete();
-        // (Never panics: `complete` and `set_stage` catch user code.)
-        self.header.release_count();
+impl<F> Abort for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn abort(self: Arc<Self>) {
+        if self.header.state.abort() == AbortOutcome::Claimed {
+            // Claimed as a wake would: the pool drops the future when it
+            // runs the token (or at once, if the pool is gone).
+            schedule(RunningTask::new(self), false);
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.header.state.is_complete()
     }
 }
 
@@ -554,7 +628,7 @@ where
     /// so there is nothing to publish. Any other wake goes through the state
     /// word.
     fn wake_by_ref(arc_self: &Arc<Self>) {
-        if crate::context::wake_polling(Arc::as_ptr(arc_self).cast()) {
+        if crate::context::wake_polling(header_address(&arc_self.header)) {
             return;
         }
         if arc_self.header.state.wake() == WakeOutcome::Claimed {

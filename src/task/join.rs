@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use super::cell::{Stage, TaskCell};
@@ -24,12 +24,21 @@ pub(super) trait JoinTarget<T>: Send + Sync {
     unsafe fn take_output(&self) -> Result<T, JoinError>;
     /// The handle is gone: nobody will await the task.
     fn detach(&self);
+    /// The same task, to abort.
+    fn into_abort(self: Arc<Self>) -> Arc<dyn Abort>;
+}
+
+/// Aborting a task, whatever its output type.
+pub(super) trait Abort: Send + Sync {
+    /// Asks for the task to be dropped (see the module doc's "Abort").
+    fn abort(self: Arc<Self>);
+    fn is_complete(&self) -> bool;
 }
 
 impl<F> JoinTarget<F::Output> for TaskCell<F>
 where
-    F: Future + Send,
-    F::Output: Send,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
 {
     fn is_complete(&self) -> bool {
         self.header.state.is_complete()
@@ -41,6 +50,10 @@ where
 
     fn detach(&self) {
         self.header.joined.store(false, Ordering::Relaxed);
+    }
+
+    fn into_abort(self: Arc<Self>) -> Arc<dyn Abort> {
+        self
     }
 
     unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
@@ -67,9 +80,10 @@ enum Handle<T> {
 /// A future that resolves to the output of a submitted task.
 ///
 /// Resolves to `Ok(output)` when the task finished, or to a [`JoinError`] if
-/// it panicked or was cancelled (the pool closed before it could finish, or
-/// its behavior's followup dropped it). Dropping the handle detaches the
-/// task: it still runs, and its output is dropped.
+/// it panicked or was cancelled (aborted, the pool closed before it could
+/// finish, or its behavior's followup dropped it). Dropping the handle
+/// detaches the task: it still runs, and its output is dropped (as with
+/// tokio's `JoinHandle`; [`JoinHandle::abort`] stops it).
 #[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
 pub struct JoinHandle<T> {
     handle: Handle<T>,
@@ -97,6 +111,89 @@ impl<T> JoinHandle<T> {
             Handle::Task(task) => task.is_complete(),
             Handle::Rejected(_) | Handle::Done => true,
         }
+    }
+
+    /// Aborts the task, as tokio's `JoinHandle::abort`: a queued task is
+    /// dropped without being polled; a parked one is handed to the pool,
+    /// which drops its future (no wake-up needed); a running one is dropped
+    /// right after its current poll returns `Pending` (if that poll returns
+    /// `Ready`, the task completes with its output). The handle then
+    /// resolves to a [`JoinError`] whose [`JoinError::is_cancelled`] is
+    /// true, with [`CancelReason::Aborted`]. Aborting a finished task, or
+    /// twice, does nothing. An aborted task of a `complete_on_close`
+    /// channel no longer holds close once its future is dropped.
+    ///
+    /// A parked task is handed to the pool as a wake would hand it: through
+    /// the behavior's `followup`, on the calling thread. Its future is
+    /// then dropped where the pool drops the task (a worker), or right
+    /// away if the followup drops it or the pool is gone. A panic in the
+    /// future's `Drop` is caught and logged (tokio reports it as the
+    /// handle's panic instead: here the handle still says the task was
+    /// aborted).
+    pub fn abort(&self) {
+        if let Handle::Task(task) = &self.handle {
+            task.clone().into_abort().abort();
+        }
+    }
+
+    /// A handle that can abort the task without owning its output (tokio's
+    /// `JoinHandle::abort_handle`). Cloneable. It holds the task weakly: it
+    /// does not keep a finished task's output, nor a task nobody can wake
+    /// any more, from being freed.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            task: match &self.handle {
+                Handle::Task(task) => Arc::downgrade(&task.clone().into_abort()),
+                Handle::Rejected(_) | Handle::Done => Weak::<Finished>::new(),
+            },
+        }
+    }
+}
+
+/// Aborts a task without owning its output: see [`JoinHandle::abort`].
+/// Made by [`JoinHandle::abort_handle`] (or by a `JoinSet`); cloneable.
+#[derive(Clone)]
+pub struct AbortHandle {
+    /// Dangling for a task the pool refused, or whose output was taken.
+    task: Weak<dyn Abort>,
+}
+
+impl AbortHandle {
+    /// Aborts the task: see [`JoinHandle::abort`]. Does nothing once it
+    /// finished, or when called again.
+    pub fn abort(&self) {
+        if let Some(task) = self.task.upgrade() {
+            task.abort();
+        }
+    }
+
+    /// Whether the task has finished (completed, panicked or cancelled),
+    /// or is gone (freed with its last waker and handle).
+    pub fn is_finished(&self) -> bool {
+        self.task.upgrade().map_or(true, |task| task.is_complete())
+    }
+}
+
+// Like tokio's: aborting from a `catch_unwind` closure is fine.
+impl std::panic::UnwindSafe for AbortHandle {}
+impl std::panic::RefUnwindSafe for AbortHandle {}
+
+/// The target of an [`AbortHandle`] with no task behind it (`Weak::new`
+/// needs a sized type): never made.
+struct Finished;
+
+impl Abort for Finished {
+    fn abort(self: Arc<Self>) {}
+    fn is_complete(&self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle")
+            .field("finished", &self.is_finished())
+            .finish()
     }
 }
 
@@ -176,6 +273,8 @@ pub enum CancelReason {
     /// Its channel dropped it (a channel of your own discarding a task)
     /// while the pool was open.
     DroppedByChannel = 5,
+    /// [`JoinHandle::abort`] or [`AbortHandle::abort`] was called.
+    Aborted = 6,
 }
 
 impl CancelReason {
@@ -187,6 +286,7 @@ impl CancelReason {
             3 => CancelReason::DroppedByFollowup,
             4 => CancelReason::OtherPool,
             5 => CancelReason::DroppedByChannel,
+            6 => CancelReason::Aborted,
             _ => return None,
         })
     }
@@ -202,6 +302,7 @@ impl CancelReason {
             }
             CancelReason::OtherPool => "a followup submitted it to a channel of another pool",
             CancelReason::DroppedByChannel => "its channel dropped it while the pool was open",
+            CancelReason::Aborted => "aborted",
         }
     }
 }

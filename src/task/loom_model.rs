@@ -4,7 +4,9 @@
 //! task at most once per wake and never lose one (the task completes once
 //! every waker's data is published, without further wakes); the future is
 //! dropped exactly once; the joiner gets the output; a dropped token cancels;
-//! the unlocked stage passes between pollers and to the joiner in order.
+//! the unlocked stage passes between pollers and to the joiner in order; an
+//! abort, racing a poll or a wake, drops the future once, unpolled or after
+//! the poll in progress, and leaves nothing queued.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +29,9 @@ impl Schedule for Recorder {
     fn release_counted(&self) {}
     fn is_closing(&self) -> bool {
         false
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 
@@ -258,5 +263,115 @@ fn stage_passes_between_threads() {
         }
         assert_eq!(futures::executor::block_on(join).unwrap(), 7);
         worker.join().unwrap();
+    });
+}
+
+/// Runs the task (popping its tokens) until it completes, waiting for a
+/// token whenever it is parked: for models whose last party to hand it
+/// back is an abort, which always comes.
+fn run_until_complete(recorder: &Recorder, mut task: Option<RunningTask>) {
+    loop {
+        let token = match task.take() {
+            Some(token) => token,
+            None => match lock(&recorder.queued).pop() {
+                Some(token) => token,
+                None => {
+                    loom::thread::yield_now();
+                    continue;
+                }
+            },
+        };
+        if let RunOutcome::Completed = token.run() {
+            return;
+        }
+    }
+}
+
+/// An abort racing a poll that returns `Pending`: the abort lands before
+/// the poll (the future is dropped unpolled), during it (the poller drops
+/// it after), or after it (the abort claims the parked task and hands it
+/// to the pool). Each way the future is dropped once, nothing stays
+/// queued, and the joiner learns it was aborted.
+#[test]
+fn abort_racing_a_poll() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        open(&signals);
+        let token = lock(&recorder.queued).pop().expect("woken once");
+        let aborter = {
+            let abort = join.abort_handle();
+            loom::thread::spawn(move || abort.abort())
+        };
+        run_until_complete(&recorder, Some(token));
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "queued after completion");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        let error = futures::executor::block_on(join).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+    });
+}
+
+/// An abort and a wake racing to claim a parked task: exactly one of them
+/// queues it, and running that token drops the future as aborted.
+#[test]
+fn abort_racing_a_wake() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let abort = join.abort_handle();
+        let aborter = loom::thread::spawn(move || abort.abort());
+        open(&signals);
+        aborter.join().unwrap();
+        let token = {
+            let mut queued = lock(&recorder.queued);
+            assert_eq!(queued.len(), 1, "claimed once");
+            queued.pop()
+        };
+        assert!(matches!(token.unwrap().run(), RunOutcome::Completed));
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        let error = futures::executor::block_on(join).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+    });
+}
+
+/// An abort racing a poll that yields: the yield is recorded in the
+/// polling thread's context, and the poll's end swaps the word, which
+/// drops the flag from the word but not from the poller's answer.
+#[test]
+fn abort_racing_a_yield() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_yielding_task(2, 1);
+        let aborter = {
+            let abort = join.abort_handle();
+            loom::thread::spawn(move || abort.abort())
+        };
+        run_until_complete(&recorder, Some(task));
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "queued after completion");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        let error = futures::executor::block_on(join).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+    });
+}
+
+/// An abort racing the drop of a queued task's token: the future is
+/// dropped once, by the token's drop, and the task ends cancelled (as
+/// aborted if the abort came first).
+#[test]
+fn abort_racing_a_dropped_token() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(1);
+        let aborter = {
+            let abort = join.abort_handle();
+            loom::thread::spawn(move || abort.abort())
+        };
+        drop(task);
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "nothing queued");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        assert!(futures::executor::block_on(join)
+            .unwrap_err()
+            .is_cancelled());
     });
 }

@@ -27,6 +27,10 @@
 //! | `RUNNING+SCHEDULED` | the same worker, woken meanwhile: it re-queues |
 //! | `COMPLETE`          | nobody: the future is gone                     |
 //!
+//! An `ABORTED` flag rides on `SCHEDULED` (alone or with `RUNNING`): an
+//! abort was asked, and the party responsible drops the future instead of
+//! polling it again (see "Abort" below).
+//!
 //! Transitions, each one atomic read-modify-write of the word (a self-wake
 //! alone writes only a thread-local, below):
 //!
@@ -51,12 +55,42 @@
 //! * poll returned `Ready` or panicked, or the token was dropped:
 //!   `→ COMPLETE`, then the joiner is woken.
 //!
+//! # Abort
+//!
+//! An abort (`JoinHandle::abort`, `AbortHandle::abort`, from any thread) is
+//! a wake that also sets `ABORTED`, so it needs no state of its own:
+//!
+//! * `IDLE → SCHEDULED+ABORTED`: the aborter claims the parked task as a
+//!   waker would and hands the token to the pool, through the behavior's
+//!   followup, on the aborter's thread (as tokio and async-task hand it to
+//!   their scheduler): the future is dropped where the token is run or
+//!   dropped, by a worker, or there and then if the followup drops it or
+//!   the pool is gone;
+//! * `SCHEDULED → SCHEDULED+ABORTED`: whoever runs the token finds the flag
+//!   as it starts (`start_running` returns it) and drops the future
+//!   unpolled; whoever drops the token cancels it as `Aborted`;
+//! * `RUNNING(+SCHEDULED) → RUNNING+SCHEDULED+ABORTED`: the poll in progress
+//!   ends; if it returned `Pending`, the poller still holds the task (as
+//!   after any wake: the word becomes `SCHEDULED`, with no token) and,
+//!   seeing the flag, drops the future instead of re-queueing it; if it
+//!   returned `Ready` or panicked, the task completes with its output or
+//!   its panic (the abort came too late);
+//! * with `ABORTED` already set, or `COMPLETE`: nothing.
+//!
+//! An aborted task completes with `JoinError::cancelled(Aborted)` and gives
+//! back its count towards close, like any cancelled one. Since an abort is
+//! a wake, the invariants below hold unchanged: the flag never leaves
+//! `SCHEDULED`, so a wake still finds `IDLE` only for a task nobody is
+//! responsible for.
+//!
 //! # Invariants
 //!
-//! * At most one token exists, and a token exists exactly while the word is
-//!   `SCHEDULED` alone (not `RUNNING+SCHEDULED`, where the poller holds the
-//!   task and makes the token when the poll ends): so
-//!   one thread at a time polls the task, and it is queued at most once.
+//! * At most one token exists, and only while the word is `SCHEDULED`
+//!   (with or without `ABORTED`; not `RUNNING+SCHEDULED`, where the poller
+//!   holds the task and makes the token when the poll ends): so one thread
+//!   at a time polls the task, and it is queued at most once. The one
+//!   `SCHEDULED` without a token: right after a poll that ends aborted,
+//!   whose poller holds the task until it completes it.
 //! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
 //!   it; one that finds it `RUNNING` makes the worker re-queue it; one that
 //!   finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still to come) writes
@@ -64,7 +98,8 @@
 //!   memory to that coming poll, whose own transition acquires it. Without
 //!   that write, a waker's store and the poller's read could miss each other
 //!   (store buffering) and the wake-up would be lost.
-//! * The stage is touched only by the token holder (poll, cancel), after
+//! * The stage is touched only by the token holder (poll, cancel) or the
+//!   poller that ended a poll aborted, after
 //!   `COMPLETE` by the joiner, and by whoever drops the last `Arc` (the cell
 //!   is freed with what the stage holds), each handing it on by a state
 //!   transition that orders their accesses. So it needs no lock: it is an
@@ -84,9 +119,9 @@ mod join;
 mod state;
 
 pub use cell::RunningTask;
-pub use join::{CancelReason, JoinError, JoinHandle};
+pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle};
 
-pub(crate) use cell::{spawn, RunOutcome};
+pub(crate) use cell::{spawn, with_polling_task, RunOutcome};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
@@ -105,6 +140,8 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn release_counted(&self);
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
+    /// The pool itself, for `Pool::current` to downcast.
+    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
 }
 
 /// Runs `drop_future` (which drops a cancelled task's future) with

@@ -15,6 +15,9 @@ const RUNNING: usize = 1;
 const SCHEDULED: usize = 2;
 /// Finished or cancelled; the future is gone. Final.
 const COMPLETE: usize = 4;
+/// With `SCHEDULED`: an abort was asked; the responsible party drops the
+/// future instead of polling it (see the parent module's "Abort").
+const ABORTED: usize = 8;
 
 /// What a wake did.
 #[must_use]
@@ -28,6 +31,28 @@ pub(crate) enum Wake {
     Complete,
 }
 
+/// What an abort did.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Abort {
+    /// `IDLE → SCHEDULED+ABORTED`: the aborter is now responsible and must
+    /// hand the task to the pool.
+    Claimed,
+    /// The flag is set for the party responsible, or was set already, or
+    /// the task is complete: nothing to do.
+    Done,
+}
+
+/// How the token's holder starts a task.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// `SCHEDULED → RUNNING`: poll it.
+    Poll,
+    /// `SCHEDULED+ABORTED → RUNNING`: drop the future instead.
+    Aborted,
+}
+
 /// How a poll that returned `Pending` ends.
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
@@ -37,6 +62,9 @@ pub(crate) enum Park {
     /// `RUNNING+SCHEDULED → SCHEDULED` (or `RUNNING → SCHEDULED` after a
     /// self-wake): woken during the poll; re-queue it.
     Requeue,
+    /// Aborted during the poll: `→ SCHEDULED`; the poller, still
+    /// responsible, drops the future.
+    Aborted,
 }
 
 #[derive(Debug)]
@@ -70,11 +98,46 @@ impl State {
         }
     }
 
-    /// The token's holder starts polling. Acquire pairs with the release of
-    /// every wake that came while the task was scheduled.
-    pub(crate) fn start_running(&self) {
+    /// An abort, from any thread: a wake that also sets `ABORTED` (see the
+    /// parent module's "Abort").
+    pub(crate) fn abort(&self) -> Abort {
+        let mut current = self.0.load(Ordering::Acquire);
+        loop {
+            let (next, outcome) = match current {
+                IDLE => (SCHEDULED | ABORTED, Abort::Claimed),
+                COMPLETE => return Abort::Done,
+                aborted if aborted & ABORTED != 0 => return Abort::Done,
+                // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a poll, or the
+                // end of one, is still to come, and finds the flag.
+                running_or_scheduled => (running_or_scheduled | SCHEDULED | ABORTED, Abort::Done),
+            };
+            match self
+                .0
+                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return outcome,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Whether an abort was asked (for the reason of a token dropped
+    /// unrun: only the token's holder reads it, in `SCHEDULED`).
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.0.load(Ordering::Acquire) & ABORTED != 0
+    }
+
+    /// The token's holder starts the task. Acquire pairs with the release
+    /// of every wake (and abort) that came while the task was scheduled.
+    #[inline]
+    pub(crate) fn start_running(&self) -> Start {
         let old = self.0.swap(RUNNING, Ordering::AcqRel);
-        debug_assert_eq!(old, SCHEDULED, "only a scheduled task is run");
+        debug_assert_eq!(old & !ABORTED, SCHEDULED, "only a scheduled task is run");
+        if old & ABORTED == 0 {
+            Start::Poll
+        } else {
+            Start::Aborted
+        }
     }
 
     /// The poll returned `Pending`: one read-modify-write either way, since
@@ -89,18 +152,25 @@ impl State {
     /// thread, which recorded that in its context instead of in the word
     /// (see `task::cell`): `RUNNING(+SCHEDULED) → SCHEDULED`, one swap,
     /// which also acquires the wakes of other threads during the poll.
+    ///
+    /// An abort during the poll left `RUNNING+SCHEDULED+ABORTED`: the word
+    /// becomes `SCHEDULED` (with the flag, after the subtraction; without,
+    /// after the swap) and the poller, still responsible as the holder of
+    /// a scheduled task, is told to drop the future.
+    #[inline]
     pub(crate) fn end_poll_pending(&self, woke_itself: bool) -> Park {
-        if woke_itself {
-            let old = self.0.swap(SCHEDULED, Ordering::AcqRel);
-            debug_assert!(old == RUNNING || old == RUNNING | SCHEDULED);
-            return Park::Requeue;
-        }
-        let old = self.0.fetch_sub(RUNNING, Ordering::AcqRel);
-        debug_assert!(old == RUNNING || old == RUNNING | SCHEDULED);
-        if old & SCHEDULED == 0 {
-            Park::Parked
+        let old = if woke_itself {
+            self.0.swap(SCHEDULED, Ordering::AcqRel)
         } else {
+            self.0.fetch_sub(RUNNING, Ordering::AcqRel)
+        };
+        debug_assert!(old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == 0);
+        if old & ABORTED != 0 {
+            Park::Aborted
+        } else if woke_itself || old & SCHEDULED != 0 {
             Park::Requeue
+        } else {
+            Park::Parked
         }
     }
 
@@ -123,11 +193,11 @@ mod test {
     fn transitions() {
         let s = State::new_scheduled();
         assert_eq!(s.wake(), Wake::Pending, "already scheduled");
-        s.start_running();
+        assert_eq!(s.start_running(), Start::Poll);
         assert_eq!(s.end_poll_pending(false), Park::Parked);
         assert_eq!(s.wake(), Wake::Claimed);
         assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
-        s.start_running();
+        assert_eq!(s.start_running(), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(
@@ -135,14 +205,46 @@ mod test {
             Park::Requeue,
             "woken during poll"
         );
-        s.start_running();
+        assert_eq!(s.start_running(), Start::Poll);
         assert_eq!(s.end_poll_pending(true), Park::Requeue, "woke itself");
-        s.start_running();
+        assert_eq!(s.start_running(), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.end_poll_pending(true), Park::Requeue, "both");
-        s.start_running();
+        assert_eq!(s.start_running(), Start::Poll);
         s.complete();
         assert!(s.is_complete());
         assert_eq!(s.wake(), Wake::Complete);
+        assert_eq!(s.abort(), Abort::Done, "complete: nothing to abort");
+    }
+
+    #[test]
+    fn abort_transitions() {
+        // Queued: the holder finds the flag as it starts.
+        let s = State::new_scheduled();
+        assert_eq!(s.abort(), Abort::Done);
+        assert!(s.is_aborted());
+        assert_eq!(s.abort(), Abort::Done, "twice");
+        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.start_running(), Start::Aborted);
+
+        // Parked: the aborter claims it, once.
+        let s = State::new_scheduled();
+        assert_eq!(s.start_running(), Start::Poll);
+        assert_eq!(s.end_poll_pending(false), Park::Parked);
+        assert_eq!(s.abort(), Abort::Claimed);
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(), Wake::Pending, "claimed already");
+        assert_eq!(s.start_running(), Start::Aborted);
+
+        // Running: the poll's end finds it, after a self-wake or not.
+        for woke_itself in [false, true] {
+            let s = State::new_scheduled();
+            assert_eq!(s.start_running(), Start::Poll);
+            assert_eq!(s.abort(), Abort::Done);
+            assert_eq!(s.wake(), Wake::Pending);
+            assert_eq!(s.end_poll_pending(woke_itself), Park::Aborted);
+            s.complete();
+            assert_eq!(s.abort(), Abort::Done);
+        }
     }
 }

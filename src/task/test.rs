@@ -31,6 +31,9 @@ impl Schedule for Recorder {
     fn is_closing(&self) -> bool {
         false
     }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {

@@ -1,0 +1,165 @@
+//! `JoinSet`: a collection of tasks awaited in completion order, aborted
+//! together (tokio's `task::JoinSet`).
+
+use std::fmt;
+use std::future::Future;
+use std::task::{Context, Poll};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+
+use crate::channel::Exec;
+use crate::task::{AbortHandle, JoinError, JoinHandle};
+
+/// Tasks submitted to a pool's channels, whose outputs come back in the
+/// order the tasks finish. Dropping the set aborts the tasks still in it
+/// (see [`JoinHandle::abort`]).
+///
+/// ```
+/// # use smartpool::prelude::*;
+/// # use smartpool::JoinSet;
+/// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+/// # struct B { work: VecDequeChannel }
+/// # impl PoolBehavior for B {
+/// #     type ChannelKey = Only;
+/// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 2,
+/// #         schedule: ScheduleAlgorithm::HighestFirst,
+/// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+/// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+/// #     fn followup(&self, from: Only, task: RunningTask) { self.channel(from).submit(task) }
+/// # }
+/// # let owned = OwnedPool::new(B { work: VecDequeChannel::new() }).unwrap();
+/// let mut set = JoinSet::new();
+/// for i in 0..10u64 {
+///     set.exec(&owned.pool.work, run(move || i * i));
+/// }
+/// let mut sum = 0;
+/// futures::executor::block_on(async {
+///     while let Some(square) = set.join_next().await {
+///         sum += square.unwrap();
+///     }
+/// });
+/// assert_eq!(sum, 285);
+/// ```
+pub struct JoinSet<T> {
+    tasks: FuturesUnordered<JoinHandle<T>>,
+}
+
+impl<T> JoinSet<T> {
+    /// An empty set.
+    pub fn new() -> JoinSet<T> {
+        JoinSet {
+            tasks: FuturesUnordered::new(),
+        }
+    }
+
+    /// The number of tasks in the set: submitted and not yet returned by
+    /// [`JoinSet::join_next`] (finished ones included).
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the set holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Aborts every task in the set. They stay in it: [`JoinSet::join_next`]
+    /// returns each one's outcome (a cancellation, or its output if it
+    /// finished first).
+    pub fn abort_all(&mut self) {
+        for task in self.tasks.iter() {
+            task.abort();
+        }
+    }
+
+    /// Empties the set without aborting: the tasks run on, detached.
+    pub fn detach_all(&mut self) {
+        self.tasks.clear();
+    }
+
+    /// Polls for the next task to finish: `Ready(None)` when the set is
+    /// empty.
+    pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        self.tasks.poll_next_unpin(cx)
+    }
+}
+
+impl<T: Send + 'static> JoinSet<T> {
+    /// Runs `future` on `channel` (any channel of a pool: a field of the
+    /// behavior, or `pool.channel(key)`) as a task of the set, and returns
+    /// a handle that aborts it. For a closure, wrap it: `run(|| ..)`. If
+    /// the pool refuses the task (it is closing), the set still holds it,
+    /// and [`JoinSet::join_next`] returns its cancellation.
+    pub fn exec<C, F>(&mut self, channel: &C, future: F) -> AbortHandle
+    where
+        C: Exec + ?Sized,
+        F: Future<Output = T> + Send + 'static,
+    {
+        let handle = channel.exec(future);
+        let abort = handle.abort_handle();
+        self.tasks.push(handle);
+        abort
+    }
+
+    /// Waits for the next task of the set to finish and returns its
+    /// outcome, in completion order; `None` once the set is empty.
+    pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
+        self.tasks.next().await
+    }
+
+    /// The outcome of a task that has finished, if any, without waiting.
+    pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        let waker = futures::task::noop_waker();
+        match self.poll_join_next(&mut Context::from_waker(&waker)) {
+            Poll::Ready(outcome) => outcome,
+            Poll::Pending => None,
+        }
+    }
+
+    /// Waits for every task and returns their outputs in completion order
+    /// (tokio's `JoinSet::join_all`). If a task panicked or was cancelled,
+    /// the others are aborted and this panics: with the task's own panic
+    /// payload if it panicked.
+    pub async fn join_all(mut self) -> Vec<T> {
+        let mut outputs = Vec::with_capacity(self.len());
+        while let Some(outcome) = self.join_next().await {
+            match outcome {
+                Ok(output) => outputs.push(output),
+                Err(error) => {
+                    self.abort_all();
+                    match error.try_into_panic() {
+                        Ok(payload) => std::panic::resume_unwind(payload),
+                        Err(error) => panic!("JoinSet::join_all: {error}"),
+                    }
+                }
+            }
+        }
+        outputs
+    }
+
+    /// Aborts every task and waits until all have finished (their futures
+    /// dropped), discarding the outcomes.
+    pub async fn shutdown(&mut self) {
+        self.abort_all();
+        while self.join_next().await.is_some() {}
+    }
+}
+
+impl<T> Default for JoinSet<T> {
+    fn default() -> JoinSet<T> {
+        JoinSet::new()
+    }
+}
+
+impl<T> Drop for JoinSet<T> {
+    /// Aborts the tasks left in the set.
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl<T> fmt::Debug for JoinSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinSet").field("len", &self.len()).finish()
+    }
+}

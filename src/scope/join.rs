@@ -1,0 +1,79 @@
+//! `join`: rayon's fork-join of two closures, on a channel of a pool.
+
+use std::sync::Mutex;
+
+use crate::channel::Channel;
+use crate::run::run;
+
+/// Runs `a` and `b`, potentially in parallel, and returns both results
+/// (rayon's `join`). `b` is queued on `channel`; `a` runs on the calling
+/// thread; then, if no worker has taken `b`, the caller runs it itself
+/// (work-first, newest first, as a waiting [`scope`](crate::scope) does), else it
+/// waits for it.
+///
+/// * On a worker thread of `channel`'s pool, the wait helps: the caller
+///   runs the pool's queued tasks until `b` is done. So recursive `join`
+///   (divide and conquer) completes on any number of threads, 1 included,
+///   and nests no deeper than the recursion.
+/// * Anywhere else (the main thread, another pool's worker), the caller
+///   runs `a`, then blocks until a worker of `channel`'s pool has run `b`.
+/// * If `a` or `b` panics, the panic is resumed after both finished (`a`'s
+///   if both did, as rayon does).
+/// * If the pool refuses `b` (it is closing) or drops it unrun (a close of
+///   a channel that is not `complete_on_close`), the caller runs `b`
+///   itself after `a`: `join` always runs both.
+///
+/// ```
+/// # use smartpool::prelude::*;
+/// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+/// # struct B { work: VecDequeChannel }
+/// # impl PoolBehavior for B {
+/// #     type ChannelKey = Only;
+/// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 2,
+/// #         schedule: ScheduleAlgorithm::HighestFirst,
+/// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+/// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+/// #     fn followup(&self, from: Only, task: RunningTask) { self.channel(from).submit(task) }
+/// # }
+/// # let owned = OwnedPool::new(B { work: VecDequeChannel::new() }).unwrap();
+/// fn fib(pool: &Pool<B>, n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = smartpool::join(&pool.work, || fib(pool, n - 1), || fib(pool, n - 2));
+///     a + b
+/// }
+/// assert_eq!(fib(&owned.pool, 20), 6765);
+/// ```
+pub fn join<C, A, B, RA, RB>(channel: &C, a: A, b: B) -> (RA, RB)
+where
+    C: Channel + ?Sized,
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    // `b` waits here until a task takes it: if the pool refuses or drops
+    // the task, `b` is still here for the caller.
+    let b = Mutex::new(Some(b));
+    let mut rb = None;
+    let ra = super::scope(|s| {
+        let task = run(|| {
+            let b = b.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(b) = b {
+                rb = Some(b());
+            }
+        });
+        // Refused: the task (and the borrow of `b`) comes back and drops.
+        let _ = s.try_exec(channel, task);
+        a()
+    });
+    let rb = match rb {
+        Some(rb) => rb,
+        None => {
+            let b = b.into_inner().unwrap_or_else(|p| p.into_inner());
+            b.expect("b either ran in its task or is still here")()
+        }
+    };
+    (ra, rb)
+}

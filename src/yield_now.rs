@@ -1,0 +1,41 @@
+//! `yield_now`: a task gives its worker up once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Gives the worker up once, as tokio's `task::yield_now`: the first poll
+/// wakes the task and returns `Pending`, the next returns `Ready`.
+///
+/// On a pool, the woken task goes back through its behavior's `followup`
+/// like any wake, and enters its channel behind the work already queued
+/// there (never the LIFO slot). So the tasks of the level that are waiting
+/// run before it continues, within the fairness bound of the pool: a
+/// worker that keeps popping a channel takes the head of the channel's
+/// shared queue (work submitted or woken from outside) within 61 pops.
+/// A higher level still goes first.
+///
+/// Off a pool (any other executor) it is a plain yield to that executor.
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now`].
+#[must_use = "yield_now does nothing unless awaited"]
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
