@@ -121,7 +121,7 @@ pub use channel::{
     ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
 pub use join_set::JoinSet;
-pub use pool::{Close, OwnedPool, Pool};
+pub use pool::{Close, CloseReport, CloseTimeout, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
 pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use steal::WorkQueue;

@@ -8,7 +8,7 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     Condvar, Mutex, MutexGuard,
 };
 
@@ -20,7 +20,7 @@ pub(crate) use loom::thread::{current as thread_current, park, Thread};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     Condvar, Mutex, MutexGuard,
 };
 

@@ -111,18 +111,80 @@ fn close_waits_for_a_parked_complete_on_close_future() {
     sender.join().unwrap();
 }
 
+/// A parked task of a dropping channel is dropped by close (its future's
+/// `Drop` has run when close resolves), though its waker is still held.
 #[test]
-fn a_parked_dropping_task_does_not_hold_close() {
-    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+fn close_drops_a_parked_task_of_a_dropping_channel() {
+    for threads in [1, 3] {
+        let owned = OwnedPool::new(TwoLevels::new(threads)).unwrap();
+        let drops = DropCounter::new();
+        let token = drops.token();
+        let (_tx, rx) = oneshot::channel::<()>();
+        let (polled_tx, polled) = oneshot::channel::<()>();
+        let parked = owned.pool.low.exec(async move {
+            let _token = token;
+            polled_tx.send(()).unwrap();
+            let _ = rx.await;
+        });
+        block_on(polled).unwrap();
+        block_on(owned.close());
+        assert_eq!(drops.drops(), 1, "dropped when close resolved");
+        let error = block_on(parked).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::PoolClosed));
+    }
+}
+
+/// A task of a dropping channel that was running when close began (and
+/// its sweep ran) and parks afterwards is dropped too: its poller drops it
+/// on parking.
+#[test]
+fn a_dropping_task_that_parks_during_close_is_dropped() {
+    let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let (gate, started) = (Gate::new(), Gate::new());
+    let (g, s) = (gate.clone(), started.clone());
     let (_tx, rx) = oneshot::channel::<()>();
-    let parked = owned.pool.low.exec(rx);
-    // Let it park.
-    block_on(owned.pool.low.exec(run(|| ()))).unwrap();
-    block_on(owned.close());
-    assert!(
-        !parked.is_finished(),
-        "parked, never woken: kept by its waker"
-    );
+    let task = owned.pool.low.exec(async move {
+        let _token = token;
+        s.open();
+        g.wait();
+        let _ = rx.await;
+    });
+    started.wait();
+    let close = owned.close(); // the sweep has run: the task was running
+    gate.open();
+    block_on(close);
+    assert_eq!(drops.drops(), 1, "dropped when close resolved");
+    let error = block_on(task).unwrap_err();
+    assert_eq!(error.cancel_reason(), Some(CancelReason::PoolClosed));
+}
+
+/// A parked task of a `complete_on_close` channel is only woken by the
+/// sweep (one spurious poll): close still waits for it.
+#[test]
+fn the_sweep_leaves_complete_on_close_tasks_running() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let (tx, mut rx) = oneshot::channel::<u32>();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let p = polls.clone();
+    let parked = owned.pool.high.exec(futures::future::poll_fn(move |cx| {
+        p.fetch_add(1, Ordering::SeqCst);
+        futures::FutureExt::poll_unpin(&mut rx, cx).map(Result::unwrap)
+    }));
+    while polls.load(Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    // One worker: once a later task ran, the first poll has returned.
+    block_on(owned.pool.high.exec(run(|| ()))).unwrap();
+    let close = owned.close();
+    while polls.load(Ordering::SeqCst) < 2 {
+        std::thread::yield_now(); // the sweep's spurious wake
+    }
+    assert!(!parked.is_finished(), "close waits for it");
+    tx.send(7).unwrap();
+    assert_eq!(block_on(parked).unwrap(), 7);
+    block_on(close);
 }
 
 #[test]
@@ -293,7 +355,7 @@ fn awaiting_close_on_its_own_worker_panics_instead_of_hanging() {
 /// waits for that task, which runs (the completed task gives its count back
 /// only after its output's destructor ran).
 #[test]
-fn an_output_destructor_that_wakes_work_during_close_is_waited_for() {
+fn close_drops_a_parked_task_that_its_followup_would_promote() {
     use std::sync::atomic::AtomicBool;
     use std::sync::Mutex;
     use std::task::{Poll, Waker};
@@ -372,14 +434,101 @@ fn an_output_destructor_that_wakes_work_during_close_is_waited_for() {
     })));
     assert!(started.wait_for(common::FAILSAFE));
 
-    let closing = std::thread::spawn(move || block_on(owned.close()));
-    while !pool.is_closing() {
-        std::thread::yield_now();
-    }
+    // Close sweeps P (parked, not counted) before T's destructor can wake
+    // it into `high`: P is dropped, whatever its followup would do, and
+    // the destructor's wake finds nothing to run. Close still waits for T,
+    // destructor included.
+    let close = owned.close();
+    let error = block_on(late).expect_err("dropped by close's sweep");
+    assert_eq!(error.cancel_reason(), Some(CancelReason::PoolClosed));
     gate.open();
-    assert_eq!(
-        block_on(late).expect("woken during close into a complete_on_close channel: run"),
-        "ran"
+    block_on(close);
+    assert!(
+        woken.load(Ordering::SeqCst),
+        "T's destructor ran before close resolved"
     );
-    closing.join().unwrap();
+}
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
+    let waker = futures::task::noop_waker();
+    std::pin::Pin::new(future).poll(&mut std::task::Context::from_waker(&waker))
+}
+
+/// `close_timeout`: at the deadline the `complete_on_close` tasks still
+/// unfinished are dropped: queued (Q) and parking after the poll in
+/// progress (R, which is never interrupted); the report counts them and
+/// their handles say why.
+#[test]
+fn close_timeout_drops_queued_and_running_tasks_at_the_deadline() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let drops = DropCounter::new();
+    // R: holds the only worker until its gate opens, then parks for ever.
+    let (gate, started) = (Gate::new(), Gate::new());
+    let (g, s, r_token) = (gate.clone(), started.clone(), drops.token());
+    let (_r_tx, r_rx) = oneshot::channel::<()>();
+    let r = pool.high.exec(async move {
+        let _token = r_token;
+        s.open();
+        g.wait();
+        let _ = r_rx.await;
+    });
+    started.wait();
+    // Q: three queued behind R.
+    let q: Vec<_> = (0..3)
+        .map(|_| {
+            let token = drops.token();
+            pool.high.exec(async move { drop(token) })
+        })
+        .collect();
+    let mut closing = owned.close_timeout(Duration::ZERO);
+    // The deadline is past: the first poll abandons what is left.
+    assert!(poll_once(&mut closing).is_pending(), "R still runs");
+    gate.open();
+    let report = block_on(closing);
+    assert!(report.timed_out());
+    assert_eq!(report.aborted(), 4, "R and the three Q");
+    for handle in std::iter::once(r).chain(q) {
+        let error = block_on(handle).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::CloseTimedOut));
+    }
+    assert_eq!(drops.drops(), 4, "each future dropped once");
+}
+
+/// `close_timeout` drops a parked `complete_on_close` task at the
+/// deadline (wherever close's first sweep and its spurious wake left it:
+/// parked again, queued or running).
+#[test]
+fn close_timeout_drops_a_parked_task_at_the_deadline() {
+    for threads in [1, 2] {
+        let owned = OwnedPool::new(TwoLevels::new(threads)).unwrap();
+        let drops = DropCounter::new();
+        let token = drops.token();
+        let (_tx, rx) = oneshot::channel::<()>();
+        let (polled_tx, polled) = oneshot::channel::<()>();
+        let p = owned.pool.high.exec(async move {
+            let _token = token;
+            let _ = polled_tx.send(());
+            let _ = rx.await;
+        });
+        block_on(polled).unwrap();
+        let report = block_on(owned.close_timeout(Duration::ZERO));
+        assert!(report.timed_out());
+        assert_eq!(report.aborted(), 1, "{threads} threads");
+        let error = block_on(p).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(CancelReason::CloseTimedOut));
+        assert_eq!(drops.drops(), 1);
+    }
+}
+
+/// A close that finishes before its deadline reports nothing abandoned.
+#[test]
+fn close_timeout_within_the_deadline_abandons_nothing() {
+    let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
+    let done = owned.pool.high.exec(async { 1 });
+    let report = block_on(owned.close_timeout(Duration::from_secs(3600)));
+    assert_eq!(block_on(done).unwrap(), 1);
+    assert!(!report.timed_out());
+    assert_eq!(report.aborted(), 0);
 }

@@ -9,7 +9,9 @@
 //! * `CLOSING` (from [`OwnedPool::close`](crate::OwnedPool::close)): `exec`
 //!   refuses new tasks; workers keep running tasks of `complete_on_close`
 //!   channels, including parked futures when they are woken and followed up,
-//!   and drop every task they take from the other channels.
+//!   and drop every task they take from the other channels. Right after
+//!   entering `CLOSING`, close sweeps the tasks that have parked
+//!   (`parked`): those of the other channels are dropped.
 //! * `TERMINATED`: reached when nothing counted is left; workers exit. The
 //!   last one out drains every channel (dropping, which cancels, what it
 //!   finds) and signals the close future. A task that becomes counted after

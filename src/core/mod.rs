@@ -1,6 +1,7 @@
 //! The core the rest of the pool stands on: the state a pool's parts share
-//! (`shared`), the close accounting (`close`), the link between a channel
-//! and its pool (`link`), and the worker context (`context`).
+//! (`shared`), the close accounting (`close`), the registry of parked tasks
+//! that close sweeps (`parked`), the link between a channel and its pool
+//! (`link`), and the worker context (`context`).
 //!
 //! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
 //! `sleep`, `status`); queues, channels, the schedule, the pool and the
@@ -9,7 +10,9 @@
 pub(crate) mod close;
 pub(crate) mod context;
 pub(crate) mod link;
+mod parked;
 mod shared;
 
 pub(crate) use close::CloseState;
+pub(crate) use parked::Parked;
 pub(crate) use shared::{ChannelInfo, Shared};

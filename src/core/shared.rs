@@ -6,6 +6,7 @@ use std::fmt;
 use crossbeam_deque::Stealer;
 
 use super::close::CloseState;
+use super::Parked;
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
     /// What the idle workers saw of the slots (see `lifo::watch`).
     pub(crate) watch: Watch,
+    /// The tasks that have parked, for close's sweep.
+    pub(crate) parked: Parked,
 }
 
 impl Shared {
@@ -104,10 +107,20 @@ impl Shared {
         }
     }
 
+    /// Close's deadline passed: every task left is dropped (see `parked`),
+    /// and idle workers are woken to drop what is queued.
+    pub(crate) fn abandon(&self) {
+        self.parked.abandon();
+        self.sleep.wake_all();
+    }
+
+    /// Starts closing, then sweeps the tasks that have parked, dropping
+    /// those of channels that are not `complete_on_close` (see `parked`).
     pub(crate) fn begin_close(&self) {
         if self.close.begin() {
             self.sleep.wake_all();
         }
+        self.parked.sweep();
     }
 }
 

@@ -4,7 +4,7 @@
 mod owned;
 mod worker;
 
-pub use owned::{Close, OwnedPool};
+pub use owned::{Close, CloseReport, CloseTimeout, OwnedPool};
 
 use std::fmt;
 use std::ops::Deref;
@@ -248,6 +248,22 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
+    }
+
+    fn register_parked(&self, task: crate::task::ParkedTask) -> u32 {
+        self.shared.parked.register(task)
+    }
+
+    fn unregister_parked(&self, key: *const (), slot: u32) {
+        self.shared.parked.unregister(key, slot);
+    }
+
+    fn drops_parked(&self, counted: bool) -> bool {
+        self.shared.parked.drops(counted)
+    }
+
+    fn dropped_at_deadline(&self) {
+        self.shared.parked.count_abandoned();
     }
 }
 

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior};
 use crate::channel::ChannelLink;
 use crate::core::context::{self, WorkerLocal};
-use crate::core::{ChannelInfo, CloseState, Shared};
+use crate::core::{ChannelInfo, CloseState, Parked, Shared};
 use crate::lifo::slot::Slot;
 use crate::lifo::watch::Watch;
 use crate::schedule::Levels;
@@ -86,6 +87,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             stealers: stealers.into(),
             lifo: (0..threads).map(|_| Slot::new()).collect(),
             watch: Watch::new(threads),
+            parked: Parked::new(),
         });
         let pool = Arc::new(Pool {
             behavior,
@@ -139,12 +141,15 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// returns a handle that resolves to a cancellation, `try_exec` gives the
     /// future back). The returned future resolves once every task of the
     /// `complete_on_close` channels has completed, queued, running or parked
-    /// (a parked one is run when it is woken), every other queued task has
-    /// been dropped, and every worker thread has exited.
+    /// (a parked one is run when it is woken), every task of the other
+    /// channels has been dropped, queued or parked (their futures' `Drop`
+    /// has run, their handles resolve as cancelled; a running one once its
+    /// poll returns), and every worker thread has exited. (To reach parked
+    /// tasks, this call wakes every task that ever parked: a task of a
+    /// `complete_on_close` channel sees one spurious wake.)
     ///
     /// Closing happens whether or not the future is awaited; dropping it
-    /// just stops waiting. Tasks of other channels that are parked when the
-    /// pool terminates are dropped when next woken (their wakers keep them).
+    /// just stops waiting.
     ///
     /// # Panics
     ///
@@ -159,6 +164,34 @@ impl<B: PoolBehavior> OwnedPool<B> {
         Close {
             shared: self.pool.shared.clone(),
             threads: std::mem::take(&mut self.threads),
+        }
+    }
+}
+
+impl<B: PoolBehavior> OwnedPool<B> {
+    /// Closes the pool as [`OwnedPool::close`] does, but waits at most
+    /// `timeout` for the `complete_on_close` tasks (tokio's
+    /// `shutdown_timeout`): when it passes, the tasks still unfinished are
+    /// dropped, queued, parked or as soon as their current poll returns
+    /// (a poll is never interrupted: close still waits for the polls in
+    /// progress), and their handles resolve to a cancellation with
+    /// [`CancelReason::CloseTimedOut`](crate::CancelReason::CloseTimedOut).
+    /// The future resolves once the pool has closed, to a report that says
+    /// how many tasks were dropped that way.
+    ///
+    /// Like [`OwnedPool::close`], awaiting it on one of the pool's own
+    /// workers panics. The deadline is acted on when the future is polled:
+    /// `futures-timer`'s timer thread wakes it then, and a poll after the
+    /// deadline acts at once (so a zero timeout abandons in the first
+    /// poll). Dropping the future unpolled just closes, without a
+    /// deadline.
+    pub fn close_timeout(self, timeout: Duration) -> CloseTimeout {
+        let shared = self.pool.shared.clone();
+        let at = Instant::now().checked_add(timeout);
+        CloseTimeout {
+            close: self.close(),
+            deadline: Some((at, futures_timer::Delay::new(timeout))),
+            shared,
         }
     }
 }
@@ -231,6 +264,73 @@ impl fmt::Debug for Close {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Close")
             .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future returned by [`OwnedPool::close_timeout`].
+#[must_use = "close proceeds anyway; await this to know when it is done"]
+pub struct CloseTimeout {
+    close: Close,
+    /// When it passes (`None`: never, it is that far), and its timer;
+    /// `None` once it passed (and the pool abandoned what was left).
+    deadline: Option<(Option<Instant>, futures_timer::Delay)>,
+    shared: Arc<Shared>,
+}
+
+/// How a close with a deadline ended: see [`OwnedPool::close_timeout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseReport {
+    timed_out: bool,
+    aborted: usize,
+}
+
+impl CloseReport {
+    /// Whether the deadline passed before the pool closed.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+
+    /// How many `complete_on_close` tasks were dropped unfinished because
+    /// the deadline passed.
+    pub fn aborted(&self) -> usize {
+        self.aborted
+    }
+}
+
+impl Future for CloseTimeout {
+    type Output = CloseReport;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CloseReport> {
+        loop {
+            if Pin::new(&mut self.close).poll(cx).is_ready() {
+                return Poll::Ready(CloseReport {
+                    timed_out: self.deadline.is_none(),
+                    aborted: self.shared.parked.abandoned(),
+                });
+            }
+            // The clock first: a deadline already past is acted on in this
+            // poll, whatever the timer thread is doing.
+            let passed = match self.deadline.as_mut() {
+                Some((at, timer)) => {
+                    at.is_some_and(|at| Instant::now() >= at) || Pin::new(timer).poll(cx).is_ready()
+                }
+                None => false,
+            };
+            if !passed {
+                return Poll::Pending;
+            }
+            self.deadline = None;
+            self.shared.abandon();
+            // Look again: the abandon may have finished the close.
+        }
+    }
+}
+
+impl fmt::Debug for CloseTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloseTimeout")
+            .field("timed_out", &self.deadline.is_none())
             .finish_non_exhaustive()
     }
 }

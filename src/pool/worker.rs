@@ -384,10 +384,17 @@ fn find<B: PoolBehavior>(
 /// Runs a task taken from a channel (recorded in it as `from`).
 fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
     let shared = &pool.shared;
-    if shared.close.is_closing() && !shared.channels[task.from()].complete_on_close {
-        // Closing: tasks of dropping channels are dropped, not run.
-        drop(task);
-        return;
+    if shared.close.is_closing() {
+        // Closing: tasks of dropping channels are dropped, not run; past
+        // close's deadline, every task is.
+        if !shared.channels[task.from()].complete_on_close {
+            return drop(task);
+        }
+        if shared.parked.is_abandoning() {
+            task.set_cancel_reason(Some(crate::task::CancelReason::CloseTimedOut));
+            shared.parked.count_abandoned();
+            return drop(task);
+        }
     }
     match task.run() {
         // The task gave its count back (if it held one) as it completed.

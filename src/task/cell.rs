@@ -13,7 +13,7 @@ use futures::task::{waker_ref, ArcWake, AtomicWaker};
 use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget};
 use super::state::{Abort as AbortOutcome, Park, Start, State, Wake as WakeOutcome};
 use super::Schedule;
-use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
@@ -34,6 +34,10 @@ pub(crate) struct Header {
     /// when it enters a channel: a yield does not go into the LIFO slot
     /// (see `lifo`). Written by the responsible party only.
     yielded: AtomicBool,
+    /// Where the task is registered with its pool as one that parks (see
+    /// `core::parked`): its slot plus one, or 0 before its first park.
+    /// Written by the responsible party only; read as the cell is freed.
+    registered: AtomicU32,
     scheduler: Weak<dyn Schedule>,
     pub(super) join_waker: AtomicWaker,
     /// Cleared when the `JoinHandle` is dropped: nobody can await the task
@@ -51,6 +55,11 @@ impl Drop for Header {
     /// close waiting, as a future that is never woken does.)
     fn drop(&mut self) {
         self.release_count();
+        let slot = self.registered.load(Ordering::Relaxed);
+        if slot != 0 {
+            let key = header_address(self);
+            PoolRef::of(&self.scheduler).with(|pool| pool.unregister_parked(key, slot - 1));
+        }
     }
 }
 
@@ -413,6 +422,7 @@ where
             counted: AtomicBool::new(false),
             cancel: AtomicU8::new(UNSET),
             yielded: AtomicBool::new(false),
+            registered: AtomicU32::new(0),
             scheduler,
             join_waker: AtomicWaker::new(),
             joined: AtomicBool::new(true),
@@ -468,6 +478,66 @@ impl<F: Future> TaskCell<F> {
     }
 }
 
+/// A task that has parked, as its pool's registry of parked tasks holds
+/// it (see `core::parked`): weakly, so that the registry keeps no future
+/// alive, and under a key (its header's address) that its unregistration
+/// names it by.
+pub(crate) struct ParkedTask {
+    key: *const (),
+    task: Weak<dyn CloseWake>,
+}
+
+// SAFETY: `key` is only compared, never dereferenced; the `Weak` is `Send`
+// and `Sync` (its target is).
+unsafe impl Send for ParkedTask {}
+// SAFETY: as above: no method reads through `key`.
+unsafe impl Sync for ParkedTask {}
+
+/// A registered task, reached by close's sweep.
+trait CloseWake: Send + Sync {
+    fn close_wake(self: Arc<Self>);
+}
+
+impl ParkedTask {
+    /// The key of the task (its header's address).
+    pub(crate) fn key(&self) -> *const () {
+        self.key
+    }
+
+    /// Which of `shards` the task at `key` registers in.
+    pub(crate) fn shard(key: *const (), shards: usize) -> usize {
+        // Cells are at least 64 bytes apart in practice: skip those bits.
+        (key as usize >> 6) % shards
+    }
+
+    /// The task, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<LiveTask> {
+        self.task.upgrade().map(LiveTask)
+    }
+}
+
+/// A registered task held for a moment by close's sweep.
+pub(crate) struct LiveTask(Arc<dyn CloseWake>);
+
+impl LiveTask {
+    /// Claims the task if it is parked, and drops it, or hands it back if
+    /// it counts towards close and the deadline has not passed (see
+    /// `core::parked`).
+    pub(crate) fn close_wake(self) {
+        self.0.close_wake();
+    }
+}
+
+impl<F> CloseWake for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn close_wake(self: Arc<Self>) {
+        TaskCell::close_wake(&self);
+    }
+}
+
 /// Drops the worker's reference to a task. If it is the last (the handle was
 /// detached and no waker is left), this frees the cell and drops the future
 /// or output: user code, whose panic must not unwind into the worker.
@@ -519,8 +589,18 @@ where
         let woke_itself = marker.end();
         let output = match polled {
             Ok(Poll::Pending) => {
+                // Still responsible: the registration and the counted flag
+                // are ours to touch (see `core::parked`). A poll that woke
+                // its own task cannot park it.
+                if !woke_itself && self.header.registered.load(Ordering::Relaxed) == 0 {
+                    self.register_parked();
+                }
+                let counted = self.header.counted.load(Ordering::Relaxed);
                 match self.header.state.end_poll_pending(woke_itself) {
-                    Park::Parked => drop_reference(self),
+                    Park::Parked => {
+                        self.drop_if_closing(counted);
+                        drop_reference(self)
+                    }
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion).
                     Park::Requeue => schedule(RunningTask::new(self), true),
@@ -570,6 +650,59 @@ where
         super::cancelling(reason, || {
             Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled(reason))))
         })
+    }
+
+    /// Registers the task with its pool as one that parks, before its
+    /// first park (see `core::parked`). The caller is the poller.
+    #[cold]
+    #[inline(never)]
+    fn register_parked(self: &Arc<Self>) {
+        let task = ParkedTask {
+            key: header_address(&self.header),
+            task: Arc::downgrade(self) as Weak<dyn CloseWake>,
+        };
+        let slot = PoolRef::of(&self.header.scheduler).with(|pool| pool.register_parked(task));
+        if let Some(slot) = slot {
+            self.header.registered.store(slot + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// After parking the task (`counted`: whether it counts towards
+    /// close): if close is sweeping (for an uncounted task) or past its
+    /// deadline (for any), claims it back and drops it (see
+    /// `core::parked`: the sweep may have passed it by).
+    #[inline]
+    fn drop_if_closing(self: &Arc<Self>, counted: bool) {
+        let pool = PoolRef::of(&self.header.scheduler);
+        if pool.with(|pool| pool.drops_parked(counted)) == Some(true) {
+            self.close_wake();
+        }
+    }
+
+    /// Close reaches a parked task: claims it as a wake would; drops it if
+    /// it does not count towards close (with `PoolClosed`), or if it does
+    /// and close's deadline passed (with `CloseTimedOut`), here, not through
+    /// the behavior's followup, which might keep it; else hands it back to
+    /// the pool (a spurious wake).
+    fn close_wake(self: &Arc<Self>) {
+        if self.header.state.wake() != WakeOutcome::Claimed {
+            return;
+        }
+        let token = RunningTask::new(self.clone());
+        // Claimed: we are responsible, and `counted` is ours to read.
+        if !self.header.counted.load(Ordering::Relaxed) {
+            token.set_cancel_reason(Some(CancelReason::PoolClosed));
+            return drop(token);
+        }
+        let pool = PoolRef::of(&self.header.scheduler);
+        let abandoning = pool.with(|pool| pool.drops_parked(true)) == Some(true);
+        if abandoning {
+            token.set_cancel_reason(Some(CancelReason::CloseTimedOut));
+            pool.with(|pool| pool.dropped_at_deadline());
+            drop(token);
+        } else {
+            schedule(token, false);
+        }
     }
 
     /// The poller (`RUNNING`, or `SCHEDULED` after an abort at the end of

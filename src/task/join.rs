@@ -275,6 +275,9 @@ pub enum CancelReason {
     DroppedByChannel = 5,
     /// [`JoinHandle::abort`] or [`AbortHandle::abort`] was called.
     Aborted = 6,
+    /// The deadline of [`OwnedPool::close_timeout`](crate::OwnedPool::close_timeout)
+    /// passed before the task finished.
+    CloseTimedOut = 7,
 }
 
 impl CancelReason {
@@ -287,6 +290,7 @@ impl CancelReason {
             4 => CancelReason::OtherPool,
             5 => CancelReason::DroppedByChannel,
             6 => CancelReason::Aborted,
+            7 => CancelReason::CloseTimedOut,
             _ => return None,
         })
     }
@@ -303,6 +307,7 @@ impl CancelReason {
             CancelReason::OtherPool => "a followup submitted it to a channel of another pool",
             CancelReason::DroppedByChannel => "its channel dropped it while the pool was open",
             CancelReason::Aborted => "aborted",
+            CancelReason::CloseTimedOut => "the pool's close deadline passed before it finished",
         }
     }
 }

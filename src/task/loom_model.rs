@@ -6,7 +6,8 @@
 //! dropped exactly once; the joiner gets the output; a dropped token cancels;
 //! the unlocked stage passes between pollers and to the joiner in order; an
 //! abort, racing a poll or a wake, drops the future once, unpolled or after
-//! the poll in progress, and leaves nothing queued.
+//! the poll in progress, and leaves nothing queued; close's sweep of
+//! parked tasks, racing a park, never leaves an uncounted task parked.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,12 +15,19 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
 use super::*;
-use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// A scheduler that records what woken tasks it was handed.
 #[derive(Default)]
 struct Recorder {
     queued: Mutex<Vec<RunningTask>>,
+    /// Tasks registered as parked (the pool's registry, `core::parked`).
+    parked: Mutex<Vec<ParkedTask>>,
+    /// The registry's sweeping flag (`core::parked`): a SeqCst store, read
+    /// by SeqCst loads.
+    closing: AtomicBool,
+    /// The registry's abandoning flag (close's deadline passed).
+    abandoning: AtomicBool,
 }
 
 impl Schedule for Recorder {
@@ -28,11 +36,25 @@ impl Schedule for Recorder {
     }
     fn release_counted(&self) {}
     fn is_closing(&self) -> bool {
-        false
+        self.closing.load(Ordering::SeqCst)
     }
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
     }
+    fn register_parked(&self, task: ParkedTask) -> u32 {
+        let mut parked = lock(&self.parked);
+        parked.push(task);
+        parked.len() as u32 - 1
+    }
+    fn unregister_parked(&self, _key: *const (), _slot: u32) {}
+    fn drops_parked(&self, counted: bool) -> bool {
+        if counted {
+            self.abandoning.load(Ordering::SeqCst)
+        } else {
+            self.closing.load(Ordering::SeqCst)
+        }
+    }
+    fn dropped_at_deadline(&self) {}
 }
 
 /// Shared by the future and the threads that wake it.
@@ -373,5 +395,114 @@ fn abort_racing_a_dropped_token() {
         assert!(futures::executor::block_on(join)
             .unwrap_err()
             .is_cancelled());
+    });
+}
+
+/// Close's sweep, as `core::parked::Parked::sweep` does it: the flag
+/// first, then a snapshot of the live registered tasks taken under the
+/// registry's lock, close-woken after it.
+fn sweep(recorder: &Recorder) {
+    recorder.closing.store(true, Ordering::SeqCst);
+    close_wake_all(recorder);
+}
+
+/// Close's deadline, as `Parked::abandon`: the flag, then the same sweep.
+fn abandon(recorder: &Recorder) {
+    recorder.abandoning.store(true, Ordering::SeqCst);
+    close_wake_all(recorder);
+}
+
+fn close_wake_all(recorder: &Recorder) {
+    let live: Vec<_> = lock(&recorder.parked)
+        .iter()
+        .filter_map(ParkedTask::upgrade)
+        .collect();
+    for task in live {
+        task.close_wake();
+    }
+}
+
+/// The sweep racing a task's first park (its registration included): the
+/// task, which does not count towards close, is dropped exactly once, by
+/// the sweep or by its poller after reading the flag (or re-queued, if the
+/// sweep's claim found it running: the pool drops it then), never left
+/// parked.
+#[test]
+fn close_sweep_racing_a_first_park() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        let closer = {
+            let recorder = recorder.clone();
+            loom::thread::spawn(move || sweep(&recorder))
+        };
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        closer.join().unwrap();
+        assert_dropped_or_requeued(&recorder, &signals, join);
+    });
+}
+
+/// After a sweep raced a park: the task was dropped (as the pool closed),
+/// or re-queued once by a claim that found it running. Never both, never
+/// neither.
+fn assert_dropped_or_requeued(recorder: &Recorder, signals: &Signals, join: JoinHandle<u32>) {
+    assert_dropped_or_requeued_as(recorder, signals, join, CancelReason::PoolClosed);
+}
+
+fn assert_dropped_or_requeued_as(
+    recorder: &Recorder,
+    signals: &Signals,
+    join: JoinHandle<u32>,
+    reason: CancelReason,
+) {
+    let requeued = lock(&recorder.queued).len();
+    let dropped = signals.drops.load(Ordering::SeqCst);
+    assert_eq!(
+        requeued + dropped,
+        1,
+        "requeued {requeued}, dropped {dropped}"
+    );
+    lock(&recorder.queued).clear();
+    if dropped == 1 {
+        let error = futures::executor::block_on(join).unwrap_err();
+        assert_eq!(error.cancel_reason(), Some(reason));
+    }
+}
+
+/// The sweep racing a later park of a registered task that was queued
+/// when the sweep began (its claim then changes nothing): the poll that
+/// follows sees the flag and drops the task after parking it.
+#[test]
+fn close_sweep_racing_a_later_park() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        assert_eq!(lock(&recorder.parked).len(), 1, "registered");
+        open(&signals);
+        let token = lock(&recorder.queued).pop().expect("woken once");
+        let closer = {
+            let recorder = recorder.clone();
+            loom::thread::spawn(move || sweep(&recorder))
+        };
+        assert!(matches!(token.run(), RunOutcome::Pending));
+        closer.join().unwrap();
+        assert_dropped_or_requeued(&recorder, &signals, join);
+    });
+}
+
+/// Close's deadline racing the first park of a task that counts towards
+/// close: it is dropped once (as timed out), by the sweep or by its poller,
+/// or re-queued by a claim that found it running (then a worker drops it).
+#[test]
+fn close_deadline_racing_a_counted_park() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(!task.take_count(), "counted from now on");
+        let closer = {
+            let recorder = recorder.clone();
+            loom::thread::spawn(move || abandon(&recorder))
+        };
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        closer.join().unwrap();
+        assert_dropped_or_requeued_as(&recorder, &signals, join, CancelReason::CloseTimedOut);
     });
 }

@@ -121,7 +121,7 @@ mod state;
 pub use cell::RunningTask;
 pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle};
 
-pub(crate) use cell::{spawn, with_polling_task, RunOutcome};
+pub(crate) use cell::{spawn, with_polling_task, ParkedTask, RunOutcome};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
@@ -140,6 +140,18 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn release_counted(&self);
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
+    /// The task is about to park for the first time: the pool keeps it
+    /// (weakly) for close's sweep (see `core::parked`), and returns its
+    /// slot, for [`Schedule::unregister_parked`].
+    fn register_parked(&self, task: ParkedTask) -> u32;
+    /// The task registered under `key` in `slot` is being freed.
+    fn unregister_parked(&self, key: *const (), slot: u32);
+    /// Whether a task that parks now must be dropped: close's sweep has
+    /// begun (for a task not `counted` towards close), or close's deadline
+    /// passed (for any; see `core::parked`).
+    fn drops_parked(&self, counted: bool) -> bool;
+    /// A counted task was dropped because close's deadline passed.
+    fn dropped_at_deadline(&self);
     /// The pool itself, for `Pool::current` to downcast.
     fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
 }

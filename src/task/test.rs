@@ -13,6 +13,8 @@ use super::*;
 #[derive(Default)]
 struct Recorder {
     queued: Mutex<Vec<RunningTask>>,
+    /// Tasks registered as parked.
+    parked: Mutex<Vec<ParkedTask>>,
     released: AtomicUsize,
     /// Schedules of tasks woken while running (yields).
     yields: AtomicUsize,
@@ -34,6 +36,16 @@ impl Schedule for Recorder {
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
     }
+    fn register_parked(&self, task: ParkedTask) -> u32 {
+        let mut parked = self.parked.lock().unwrap();
+        parked.push(task);
+        parked.len() as u32 - 1
+    }
+    fn unregister_parked(&self, _key: *const (), _slot: u32) {}
+    fn drops_parked(&self, _counted: bool) -> bool {
+        false
+    }
+    fn dropped_at_deadline(&self) {}
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
