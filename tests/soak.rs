@@ -1,14 +1,19 @@
 //! Soak: random mixes of closures and futures across levels and channels,
 //! random yields, children spawned from inside, wakes from a foreign thread
 //! and from timers, random panics, and a close at a random moment while two
-//! threads keep submitting. Every task is accounted for:
+//! threads keep submitting; some tasks are aborted right after submission,
+//! and each submitter also keeps a `JoinSet` of futures, drained or
+//! dropped (aborting what is left) at the end of the round. Every task is
+//! accounted for:
 //!
 //! * its owned state is dropped exactly once (never both run and dropped
 //!   unrun, never neither);
 //! * its handle's outcome matches what happened: `Ok(id)` iff its body
 //!   finished, `Panicked` iff it panicked, `Cancelled` otherwise;
-//! * a task accepted by a `complete_on_close` channel completes (followup
-//!   here never moves a task between the two kinds of channel);
+//! * a task accepted by a `complete_on_close` channel completes unless it
+//!   was aborted (followup here never moves a task between the two kinds
+//!   of channel);
+//! * every future given to a `JoinSet` is dropped exactly once;
 //! * a task refused after close comes back intact.
 //!
 //! The CI-sized run is `soak_ci`; `soak_long` (10^7 tasks) runs with
@@ -200,6 +205,7 @@ struct Submitted {
     ledger: Arc<Ledger>,
     channel: Ch,
     panics: bool,
+    aborted: bool,
     handle: Option<JoinHandle<u64>>,
     id: u64,
 }
@@ -253,14 +259,21 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
             assert_eq!(script.id, id, "the refused future came back intact");
         })
     };
+    let aborted = rng.below(8) == 0;
     match result {
-        Ok(handle) => Some(Submitted {
-            ledger,
-            channel,
-            panics,
-            handle: (!detach).then_some(handle),
-            id,
-        }),
+        Ok(handle) => {
+            if aborted {
+                handle.abort_handle().abort();
+            }
+            Some(Submitted {
+                ledger,
+                channel,
+                panics,
+                aborted,
+                handle: (!detach).then_some(handle),
+                id,
+            })
+        }
         Err(()) => {
             assert_eq!(
                 ledger.drops.load(Ordering::SeqCst),
@@ -281,6 +294,8 @@ struct Tally {
     panicked: u64,
     cancelled: u64,
     detached: u64,
+    aborted: u64,
+    in_sets: u64,
 }
 
 fn check(task: Submitted, tally: &mut Tally) {
@@ -288,6 +303,7 @@ fn check(task: Submitted, tally: &mut Tally) {
         ledger,
         channel,
         panics,
+        aborted,
         handle,
         id,
     } = task;
@@ -304,7 +320,10 @@ fn check(task: Submitted, tally: &mut Tally) {
             }
             Err(e) => {
                 assert!(e.is_cancelled());
-                assert!(!is_coc(channel), "coc task {id} was cancelled");
+                assert!(
+                    !is_coc(channel) || aborted,
+                    "coc task {id} was cancelled unaborted"
+                );
                 assert!(!ledger.finished.load(Ordering::SeqCst));
                 tally.cancelled += 1;
             }
@@ -312,7 +331,10 @@ fn check(task: Submitted, tally: &mut Tally) {
     } else {
         tally.detached += 1;
     }
-    if is_coc(channel) && !panics {
+    if aborted {
+        tally.aborted += 1;
+    }
+    if is_coc(channel) && !panics && !aborted {
         assert!(
             ledger.finished.load(Ordering::SeqCst),
             "coc task {id} did not complete"
@@ -346,12 +368,31 @@ fn round(seed: u64, tasks: u64, tally: &mut Tally) {
             let (pool, reactor, offered) = (pool.clone(), reactor.clone(), offered.clone());
             std::thread::spawn(move || {
                 let mut rng = Rng(seed.wrapping_mul(31).wrapping_add(s + 1) | 1);
-                (0..tasks / 2)
+                // A JoinSet of yielding futures beside the ledgered tasks.
+                let mut set = smartpool::JoinSet::new();
+                let set_drops = Arc::new(Ledger::default());
+                let accepted = (0..tasks / 2)
                     .filter_map(|i| {
                         offered.fetch_add(1, Ordering::SeqCst);
+                        if rng.below(16) == 0 {
+                            let guard = Guard(set_drops.clone());
+                            set.exec(pool.channel(CHANNELS[rng.below(4) as usize]), async move {
+                                let _guard = guard;
+                                smartpool::yield_now().await;
+                            });
+                        }
                         submit(&pool, &mut rng, s * tasks + i, &reactor)
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                let in_set = set.len();
+                if rng.below(2) == 0 {
+                    drop(set); // aborts what is left
+                } else {
+                    while let Some(outcome) = block_on(set.join_next()) {
+                        assert!(outcome.is_ok() || outcome.unwrap_err().is_cancelled());
+                    }
+                }
+                (accepted, in_set, set_drops)
             })
         })
         .collect();
@@ -359,11 +400,22 @@ fn round(seed: u64, tasks: u64, tally: &mut Tally) {
         std::thread::yield_now();
     }
     let closed = std::thread::spawn(move || block_on(owned.close()));
-    let accepted: Vec<Submitted> = submitters
-        .into_iter()
-        .flat_map(|s| s.join().unwrap())
-        .collect();
+    let mut accepted: Vec<Submitted> = Vec::new();
+    let mut sets = Vec::new();
+    for submitter in submitters {
+        let (tasks, in_set, set_drops) = submitter.join().unwrap();
+        accepted.extend(tasks);
+        sets.push((in_set, set_drops));
+    }
     closed.join().unwrap();
+    for (in_set, set_drops) in sets {
+        assert_eq!(
+            set_drops.drops.load(Ordering::SeqCst),
+            in_set,
+            "every JoinSet future dropped once"
+        );
+        tally.in_sets += in_set as u64;
+    }
     reactor.stop.store(true, Ordering::SeqCst);
     reactor_thread.join().unwrap();
     tally.offered += tasks;

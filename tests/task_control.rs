@@ -1,6 +1,9 @@
 //! `yield_now`, `Pool::current` and `Pool::current_key`: a task gives its
 //! worker up once and the level's waiting tasks run first; a task finds its
 //! pool and the channel it came from, to submit children at its own level.
+//! Then the task-control issue's bad input: aborts from many threads, a
+//! `JoinSet` dropped on a worker or inside its own task, `current()` on a
+//! foreign thread and during close, `join` and `scope` nested.
 
 mod common;
 
@@ -146,4 +149,180 @@ fn current_tells_two_pools_of_one_type_apart() {
     assert_eq!(block_on(seen).unwrap(), (true, None, Some(Lv::High)));
     assert!(close_within(a, FAILSAFE));
     assert!(close_within(b, FAILSAFE));
+}
+
+// ---------------------------------------------------------------------
+// Bad input: each does the documented thing, never a hang or a double drop.
+// ---------------------------------------------------------------------
+
+/// Aborts from eight threads, a hundred times each, of one parked task:
+/// its future is dropped once.
+#[test]
+fn aborts_from_many_threads_drop_a_task_once() {
+    let owned = OwnedPool::new(Flat::new(2)).unwrap();
+    let drops = common::DropCounter::new();
+    let token = drops.token();
+    let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+    let (polled_tx, polled) = futures::channel::oneshot::channel::<()>();
+    let handle = owned.pool.work.exec(async move {
+        let _token = token;
+        polled_tx.send(()).unwrap();
+        let _ = rx.await;
+    });
+    block_on(polled).unwrap();
+    let abort = handle.abort_handle();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let abort = abort.clone();
+            std::thread::spawn(move || {
+                for _ in 0..100 {
+                    abort.abort();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let error = block_on(handle).unwrap_err();
+    assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+    assert_eq!(drops.drops(), 1);
+    assert!(close_within(owned, FAILSAFE));
+}
+
+/// A `JoinSet` sent into one of its own tasks and dropped there: the
+/// other tasks are aborted, and the task itself too (right after the poll
+/// that dropped the set, which returns `Pending` at its next await).
+#[test]
+fn a_join_set_dropped_inside_one_of_its_own_tasks() {
+    let owned = OwnedPool::new(Flat::new(2)).unwrap();
+    let drops = common::DropCounter::new();
+    let mut set = smartpool::JoinSet::new();
+    let (set_tx, set_rx) = futures::channel::oneshot::channel::<smartpool::JoinSet<()>>();
+    let (dropped_tx, dropped_rx) = futures::channel::oneshot::channel::<()>();
+    let token = drops.token();
+    let dropper = set.exec(&owned.pool.work, async move {
+        let _token = token;
+        drop(set_rx.await.unwrap());
+        dropped_tx.send(()).unwrap();
+        std::future::pending::<()>().await;
+    });
+    for _ in 0..3 {
+        let token = drops.token();
+        set.exec(&owned.pool.work, async move {
+            let _token = token;
+            std::future::pending::<()>().await;
+        });
+    }
+    set_tx.send(set).ok().unwrap();
+    block_on(dropped_rx).unwrap();
+    while !dropper.is_finished() {
+        std::thread::yield_now();
+    }
+    assert!(close_within(owned, FAILSAFE));
+    assert_eq!(drops.drops(), 4, "each task dropped once");
+}
+
+/// A `JoinSet` dropped in a closure task on a worker aborts its tasks.
+#[test]
+fn a_join_set_dropped_on_a_worker() {
+    let owned = OwnedPool::new(Flat::new(1)).unwrap();
+    let drops = common::DropCounter::new();
+    let mut set = smartpool::JoinSet::new();
+    let mut aborts = Vec::new();
+    for _ in 0..4 {
+        let token = drops.token();
+        aborts.push(set.exec(&owned.pool.work, async move {
+            let _token = token;
+            std::future::pending::<()>().await;
+        }));
+    }
+    block_on(owned.pool.work.exec(run(move || drop(set)))).unwrap();
+    for abort in &aborts {
+        while !abort.is_finished() {
+            std::thread::yield_now();
+        }
+    }
+    assert_eq!(drops.drops(), 4);
+    assert!(close_within(owned, FAILSAFE));
+}
+
+/// `Pool::current()` is `None` on a foreign thread and in a destructor
+/// that close runs outside any poll; inside a task running during close
+/// it is the pool.
+#[test]
+fn current_on_a_foreign_thread_and_during_close() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let foreign = std::thread::spawn(|| Pool::<TwoLevels>::current().is_none());
+    assert!(foreign.join().unwrap());
+    let (gate, started) = (common::Gate::new(), common::Gate::new());
+    let (g, s) = (gate.clone(), started.clone());
+    let pool = owned.pool.clone();
+    let during = owned.pool.high.exec(run(move || {
+        s.open();
+        g.wait();
+        let current = Pool::<TwoLevels>::current().expect("in a task");
+        (pool.is_closing(), current.current_key())
+    }));
+    started.wait();
+    // A parked task of the dropping channel whose destructor asks.
+    struct Asks(Arc<Mutex<Option<bool>>>);
+    impl Drop for Asks {
+        fn drop(&mut self) {
+            *self.0.lock().unwrap() = Some(Pool::<TwoLevels>::current().is_some());
+        }
+    }
+    let asked = Arc::new(Mutex::new(None));
+    let asks = Asks(asked.clone());
+    let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+    let parked = owned.pool.low.exec(async move {
+        let _asks = asks;
+        let _ = rx.await;
+    });
+    let close = owned.close();
+    gate.open();
+    assert_eq!(block_on(during).unwrap(), (true, Some(Lv::High)));
+    block_on(close);
+    assert!(block_on(parked).unwrap_err().is_cancelled());
+    assert_eq!(*asked.lock().unwrap(), Some(false), "no task polled there");
+}
+
+/// `join` inside a scoped task, and a scope inside each half of a `join`.
+#[test]
+fn join_inside_a_scope_and_scopes_inside_join() {
+    for threads in [1, 2] {
+        let owned = OwnedPool::new(Flat::new(threads)).unwrap();
+        let pool = owned.pool.clone();
+        let total = block_on(owned.pool.work.exec(run(move || {
+            let (mut a, mut b) = (0, 0);
+            smartpool::scope(|s| {
+                s.exec(
+                    &pool.work,
+                    run(|| a = smartpool::join(&pool.work, || 1, || 2).0 + 10),
+                );
+                s.exec(&pool.work, run(|| b = 20));
+            });
+            let (c, d) = smartpool::join(
+                &pool.work,
+                || {
+                    let mut x = 0;
+                    smartpool::scope(|s| {
+                        s.exec(&pool.work, run(|| x = 100));
+                    });
+                    x
+                },
+                || {
+                    let mut y = 0;
+                    smartpool::scope(|s| {
+                        s.exec(&pool.work, run(|| y = 1000));
+                    });
+                    y
+                },
+            );
+            a + b + c + d
+        })))
+        .unwrap();
+        assert_eq!(total, 1131, "{threads} threads");
+        assert!(close_within(owned, FAILSAFE));
+    }
 }

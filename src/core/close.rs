@@ -11,7 +11,10 @@
 //!   channels, including parked futures when they are woken and followed up,
 //!   and drop every task they take from the other channels. Right after
 //!   entering `CLOSING`, close sweeps the tasks that have parked
-//!   (`parked`): those of the other channels are dropped.
+//!   (`parked`): those of the other channels are dropped. If a close
+//!   deadline passes (`OwnedPool::close_timeout`), the pool *abandons*
+//!   what is left: workers drop every task they take, and the parked ones
+//!   are swept again (see `parked`).
 //! * `TERMINATED`: reached when nothing counted is left; workers exit. The
 //!   last one out drains every channel (dropping, which cancels, what it
 //!   finds) and signals the close future. A task that becomes counted after

@@ -48,9 +48,10 @@
 //! every task they take. The argument below holds for counted tasks with
 //! *abandoning* in place of *sweeping* (the snapshot finds every live
 //! registered task, since entries leave only with their task), so no task
-//! is left parked; queued ones reach a worker, and running ones are
-//! dropped when their poll returns `Pending` (a poll itself is never
-//! interrupted).
+//! is left parked; queued ones reach a worker as the channels hand them
+//! out, and running ones are dropped when their poll returns `Pending` (a
+//! poll itself is never interrupted). The abandon's sweep runs on the
+//! thread that polls the close future.
 //!
 //! # Why no uncounted task is left parked when close resolves
 //!

@@ -169,22 +169,30 @@ impl<B: PoolBehavior> OwnedPool<B> {
 }
 
 impl<B: PoolBehavior> OwnedPool<B> {
-    /// Closes the pool as [`OwnedPool::close`] does, but waits at most
-    /// `timeout` for the `complete_on_close` tasks (tokio's
-    /// `shutdown_timeout`): when it passes, the tasks still unfinished are
-    /// dropped, queued, parked or as soon as their current poll returns
-    /// (a poll is never interrupted: close still waits for the polls in
-    /// progress), and their handles resolve to a cancellation with
+    /// Closes the pool as [`OwnedPool::close`] does, but stops waiting for
+    /// the `complete_on_close` tasks when `timeout` has passed (tokio's
+    /// `shutdown_timeout`): the tasks still unfinished are then dropped,
+    /// queued ones as the workers take them, parked ones at once (on the
+    /// thread that polls this future), running ones as soon as their
+    /// current poll returns `Pending`; their handles resolve to a
+    /// cancellation with
     /// [`CancelReason::CloseTimedOut`](crate::CancelReason::CloseTimedOut).
     /// The future resolves once the pool has closed, to a report that says
     /// how many tasks were dropped that way.
+    ///
+    /// What the deadline cannot cut short: a poll in progress (never
+    /// interrupted), work a poll does inline (a [`scope`](crate::scope) or
+    /// [`join`](crate::join) runs its own halves on the waiting thread
+    /// when the pool drops their tasks), and what any `close` waits for (a
+    /// followup that keeps a task outside the channels, a channel that
+    /// does not hand its tasks out).
     ///
     /// Like [`OwnedPool::close`], awaiting it on one of the pool's own
     /// workers panics. The deadline is acted on when the future is polled:
     /// `futures-timer`'s timer thread wakes it then, and a poll after the
     /// deadline acts at once (so a zero timeout abandons in the first
-    /// poll). Dropping the future unpolled just closes, without a
-    /// deadline.
+    /// poll). Dropping the future before a poll sees the deadline just
+    /// closes, without one.
     pub fn close_timeout(self, timeout: Duration) -> CloseTimeout {
         let shared = self.pool.shared.clone();
         let at = Instant::now().checked_add(timeout);
@@ -286,13 +294,18 @@ pub struct CloseReport {
 }
 
 impl CloseReport {
-    /// Whether the deadline passed before the pool closed.
+    /// Whether a poll of the close saw the deadline pass before the pool
+    /// had closed (and so abandoned what was left).
     pub fn timed_out(&self) -> bool {
         self.timed_out
     }
 
-    /// How many `complete_on_close` tasks were dropped unfinished because
-    /// the deadline passed.
+    /// How many tasks counted towards close (those of `complete_on_close`
+    /// channels) were dropped because the deadline passed, their handles
+    /// saying [`CancelReason::CloseTimedOut`](crate::CancelReason::CloseTimedOut).
+    /// Tasks their users aborted meanwhile are not counted. The pool's own
+    /// carrier tasks of [`scope`](crate::scope) and [`join`](crate::join)
+    /// are (their work then runs on the waiting thread, or already ran).
     pub fn aborted(&self) -> usize {
         self.aborted
     }

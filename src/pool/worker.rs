@@ -391,8 +391,8 @@ fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
             return drop(task);
         }
         if shared.parked.is_abandoning() {
+            // (Its drop counts it for `CloseReport::aborted`.)
             task.set_cancel_reason(Some(crate::task::CancelReason::CloseTimedOut));
-            shared.parked.count_abandoned();
             return drop(task);
         }
     }

@@ -630,6 +630,12 @@ where
         } else {
             self.header.cancel_reason()
         };
+        // A task that counts towards close, dropped because close's
+        // deadline passed (not aborted by its user meanwhile): the report
+        // counts it, before its count goes back (which may end the close).
+        if reason == CancelReason::CloseTimedOut && self.header.counted.load(Ordering::Relaxed) {
+            PoolRef::of(&self.header.scheduler).with(|pool| pool.dropped_at_deadline());
+        }
         // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
         // the token, in `SCHEDULED`; `complete` hands the stage on.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
@@ -698,7 +704,6 @@ where
         let abandoning = pool.with(|pool| pool.drops_parked(true)) == Some(true);
         if abandoning {
             token.set_cancel_reason(Some(CancelReason::CloseTimedOut));
-            pool.with(|pool| pool.dropped_at_deadline());
             drop(token);
         } else {
             schedule(token, false);

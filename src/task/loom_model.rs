@@ -506,3 +506,60 @@ fn close_deadline_racing_a_counted_park() {
         assert_dropped_or_requeued_as(&recorder, &signals, join, CancelReason::CloseTimedOut);
     });
 }
+
+/// An abort racing a poll that returns `Ready`: the task completes with its
+/// output (the abort came too late) or is dropped unpolled, never both.
+#[test]
+fn abort_racing_completion() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(1);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        open(&signals);
+        let token = lock(&recorder.queued).pop().expect("woken once");
+        let aborter = {
+            let abort = join.abort_handle();
+            loom::thread::spawn(move || abort.abort())
+        };
+        assert!(matches!(token.run(), RunOutcome::Completed));
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "nothing queued");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        match futures::executor::block_on(join) {
+            Ok(output) => assert_eq!(output, 7),
+            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
+        }
+    });
+}
+
+/// An abort racing close's sweep for a parked task: one of them claims
+/// it; the task is dropped once, as aborted or as closed.
+#[test]
+fn abort_racing_the_close_sweep() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let aborter = {
+            let abort = join.abort_handle();
+            loom::thread::spawn(move || abort.abort())
+        };
+        sweep(&recorder);
+        aborter.join().unwrap();
+        // The abort's claim queued it (for the pool to drop); the sweep's
+        // dropped it at once.
+        let queued = lock(&recorder.queued).pop();
+        if let Some(token) = queued {
+            assert!(matches!(token.run(), RunOutcome::Completed));
+        }
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        let reason = futures::executor::block_on(join)
+            .unwrap_err()
+            .cancel_reason();
+        assert!(
+            matches!(
+                reason,
+                Some(CancelReason::Aborted | CancelReason::PoolClosed)
+            ),
+            "{reason:?}"
+        );
+    });
+}

@@ -150,7 +150,8 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// begun (for a task not `counted` towards close), or close's deadline
     /// passed (for any; see `core::parked`).
     fn drops_parked(&self, counted: bool) -> bool;
-    /// A counted task was dropped because close's deadline passed.
+    /// A counted task was dropped because close's deadline passed (called
+    /// by its cancellation, once, before its count goes back).
     fn dropped_at_deadline(&self);
     /// The pool itself, for `Pool::current` to downcast.
     fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
