@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll};
 
-use common::{close_within, Counted, DropCounter, Flat, Gate, FAILSAFE};
+use common::{close_within, hold_worker, Counted, DropCounter, Flat, Gate, FAILSAFE};
 use futures::channel::oneshot;
 use futures::executor::block_on;
 use smartpool::prelude::*;
@@ -44,22 +44,10 @@ fn assert_aborted<T: std::fmt::Debug>(result: Result<T, JoinError>) {
     assert!(error.to_string().contains("aborted"), "{error}");
 }
 
-/// Holds the single worker until the returned gate opens.
-fn hold_worker(pool: &Pool<Flat>) -> (Gate, JoinHandle<()>) {
-    let (gate, started) = (Gate::new(), Arc::new(Barrier::new(2)));
-    let (g, s) = (gate.clone(), started.clone());
-    let held = pool.work.exec(run(move || {
-        s.wait();
-        g.wait();
-    }));
-    started.wait();
-    (gate, held)
-}
-
 #[test]
 fn a_queued_task_is_dropped_without_being_polled() {
     let owned = OwnedPool::new(Flat::new(1)).unwrap();
-    let (gate, held) = hold_worker(&owned.pool);
+    let (gate, held) = hold_worker(&owned.pool.work);
     let (polls, drops) = (Arc::new(AtomicUsize::new(0)), DropCounter::new());
     let handle = owned.pool.work.exec(Counting {
         polls: polls.clone(),
@@ -162,7 +150,7 @@ fn aborting_a_finished_task_or_twice_does_nothing() {
     assert_eq!(block_on(handle).unwrap(), 5, "the output is still there");
     abort.abort();
 
-    let (gate, held) = hold_worker(&owned.pool);
+    let (gate, held) = hold_worker(&owned.pool.work);
     let drops = DropCounter::new();
     let token = drops.token();
     let handle = owned.pool.work.exec(async move { drop(token) });

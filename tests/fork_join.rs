@@ -32,23 +32,8 @@ fn quicksort(pool: &Pool<Flat>, v: &mut [u32]) {
         v.sort_unstable();
         return;
     }
-    let pivot = v[v.len() / 2];
-    let (mut lo, mut hi) = (0, v.len() - 1);
-    loop {
-        while v[lo] < pivot {
-            lo += 1;
-        }
-        while v[hi] > pivot {
-            hi -= 1;
-        }
-        if lo >= hi {
-            break;
-        }
-        v.swap(lo, hi);
-        lo += 1;
-        hi -= 1;
-    }
-    let (left, right) = v.split_at_mut(hi + 1);
+    let mid = partition(v);
+    let (left, right) = v.split_at_mut(mid);
     smartpool::scope(|s| {
         s.exec(&pool.work, run(|| quicksort(pool, left)));
         s.exec(&pool.work, run(|| quicksort(pool, right)));
@@ -103,17 +88,7 @@ fn fibonacci_by_scopes_completes_on_many_threads() {
 fn quicksort_by_scopes_completes_on_one_and_on_many_threads() {
     for threads in [1, 3] {
         let owned = pool(threads);
-        let len = scaled(200_000);
-        // A fixed pseudo-random sequence (xorshift).
-        let mut x = 0x2545_f491_u32;
-        let data: Vec<u32> = (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x
-            })
-            .collect();
+        let data = pseudo_random(scaled(200_000));
         let sorted = inside(&owned, move |p| {
             let mut data = data;
             quicksort(p, &mut data);
@@ -197,6 +172,7 @@ fn partition(v: &mut [u32]) -> usize {
     }
 }
 
+/// A fixed pseudo-random sequence (xorshift).
 fn pseudo_random(len: usize) -> Vec<u32> {
     let mut x = 0x2545_f491_u32;
     (0..len)
@@ -263,13 +239,7 @@ fn join_runs_a_refused_half_on_the_caller() {
 fn join_runs_a_half_its_pool_dropped_on_the_caller() {
     let owned = OwnedPool::new(Flat::with(1, true, false)).unwrap();
     let pool = owned.pool.clone();
-    let (gate, started) = (common::Gate::new(), common::Gate::new());
-    let (g, s) = (gate.clone(), started.clone());
-    let held = pool.work.exec(run(move || {
-        s.open();
-        g.wait();
-    }));
-    started.wait();
+    let (gate, held) = common::hold_worker(&pool.work);
     let closing = std::thread::spawn(move || drop(owned));
     let b_thread = std::sync::Mutex::new(None);
     let (a, ()) = smartpool::join(

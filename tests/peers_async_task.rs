@@ -105,13 +105,7 @@ fn run_and_cancel() {
 #[test]
 fn cancel_and_run() {
     let owned = OwnedPool::new(Flat::new(1)).unwrap();
-    let (gate, started) = (Gate::new(), Gate::new());
-    let (g, s) = (gate.clone(), started.clone());
-    let held = owned.pool.work.exec(run(move || {
-        s.open();
-        g.wait();
-    }));
-    started.wait();
+    let (gate, held) = common::hold_worker(&owned.pool.work);
     let counters = Counters::default();
     let handle = owned.pool.work.exec(Fut {
         counters: counters.clone(),

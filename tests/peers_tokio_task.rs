@@ -200,16 +200,7 @@ fn runtime_gone() {
     let mut set = JoinSet::new();
     {
         let owned = OwnedPool::new(Flat::with(1, true, false)).unwrap();
-        let (gate, held) = {
-            let (gate, started) = (Gate::new(), Gate::new());
-            let (g, s) = (gate.clone(), started.clone());
-            let held = owned.pool.work.exec(run(move || {
-                s.open();
-                g.wait();
-            }));
-            started.wait();
-            (gate, held)
-        };
+        let (gate, held) = common::hold_worker(&owned.pool.work);
         set.exec(&owned.pool.work, async { 1 });
         let pool = owned.pool.clone();
         let closing = std::thread::spawn(move || drop(owned));

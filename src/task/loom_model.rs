@@ -309,6 +309,19 @@ fn run_until_complete(recorder: &Recorder, mut task: Option<RunningTask>) {
     }
 }
 
+/// Aborts the task of `join` from another thread.
+fn spawn_aborter(join: &JoinHandle<u32>) -> loom::thread::JoinHandle<()> {
+    let abort = join.abort_handle();
+    loom::thread::spawn(move || abort.abort())
+}
+
+/// The future was dropped once, and the joiner learns it was aborted.
+fn assert_aborted_once(signals: &Signals, join: JoinHandle<u32>) {
+    assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+    let error = futures::executor::block_on(join).unwrap_err();
+    assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+}
+
 /// An abort racing a poll that returns `Pending`: the abort lands before
 /// the poll (the future is dropped unpolled), during it (the poller drops
 /// it after), or after it (the abort claims the parked task and hands it
@@ -321,16 +334,11 @@ fn abort_racing_a_poll() {
         assert!(matches!(task.run(), RunOutcome::Pending));
         open(&signals);
         let token = lock(&recorder.queued).pop().expect("woken once");
-        let aborter = {
-            let abort = join.abort_handle();
-            loom::thread::spawn(move || abort.abort())
-        };
+        let aborter = spawn_aborter(&join);
         run_until_complete(&recorder, Some(token));
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "queued after completion");
-        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
-        let error = futures::executor::block_on(join).unwrap_err();
-        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+        assert_aborted_once(&signals, join);
     });
 }
 
@@ -341,8 +349,7 @@ fn abort_racing_a_wake() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_task(2);
         assert!(matches!(task.run(), RunOutcome::Pending));
-        let abort = join.abort_handle();
-        let aborter = loom::thread::spawn(move || abort.abort());
+        let aborter = spawn_aborter(&join);
         open(&signals);
         aborter.join().unwrap();
         let token = {
@@ -351,9 +358,7 @@ fn abort_racing_a_wake() {
             queued.pop()
         };
         assert!(matches!(token.unwrap().run(), RunOutcome::Completed));
-        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
-        let error = futures::executor::block_on(join).unwrap_err();
-        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+        assert_aborted_once(&signals, join);
     });
 }
 
@@ -364,16 +369,11 @@ fn abort_racing_a_wake() {
 fn abort_racing_a_yield() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_yielding_task(2, 1);
-        let aborter = {
-            let abort = join.abort_handle();
-            loom::thread::spawn(move || abort.abort())
-        };
+        let aborter = spawn_aborter(&join);
         run_until_complete(&recorder, Some(task));
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "queued after completion");
-        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
-        let error = futures::executor::block_on(join).unwrap_err();
-        assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+        assert_aborted_once(&signals, join);
     });
 }
 
@@ -384,10 +384,7 @@ fn abort_racing_a_yield() {
 fn abort_racing_a_dropped_token() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_task(1);
-        let aborter = {
-            let abort = join.abort_handle();
-            loom::thread::spawn(move || abort.abort())
-        };
+        let aborter = spawn_aborter(&join);
         drop(task);
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "nothing queued");
@@ -516,10 +513,7 @@ fn abort_racing_completion() {
         assert!(matches!(task.run(), RunOutcome::Pending));
         open(&signals);
         let token = lock(&recorder.queued).pop().expect("woken once");
-        let aborter = {
-            let abort = join.abort_handle();
-            loom::thread::spawn(move || abort.abort())
-        };
+        let aborter = spawn_aborter(&join);
         assert!(matches!(token.run(), RunOutcome::Completed));
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "nothing queued");
@@ -538,10 +532,7 @@ fn abort_racing_the_close_sweep() {
     loom::model(|| {
         let (recorder, signals, task, join) = new_task(2);
         assert!(matches!(task.run(), RunOutcome::Pending));
-        let aborter = {
-            let abort = join.abort_handle();
-            loom::thread::spawn(move || abort.abort())
-        };
+        let aborter = spawn_aborter(&join);
         sweep(&recorder);
         aborter.join().unwrap();
         // The abort's claim queued it (for the pool to drop); the sweep's

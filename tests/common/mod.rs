@@ -144,6 +144,20 @@ impl DropCounter {
     }
 }
 
+/// Occupies one worker with a closure on `channel` that waits for the
+/// returned gate, and returns once it has started: on a one-worker pool,
+/// tasks submitted next stay queued until the gate opens.
+pub fn hold_worker<C: Channel + ?Sized>(channel: &C) -> (Gate, JoinHandle<()>) {
+    let (gate, started) = (Gate::new(), Gate::new());
+    let (g, s) = (gate.clone(), started.clone());
+    let held = channel.exec(run(move || {
+        s.open();
+        g.wait();
+    }));
+    started.wait();
+    (gate, held)
+}
+
 /// Generous fail-safe for waits that should end at once.
 pub const FAILSAFE: Duration = Duration::from_secs(20);
 
