@@ -75,12 +75,18 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
 /// program room.
 pub const MAX_THREADS: usize = 4_096;
 
-const _: () = assert!(MAX_THREADS <= crate::sleep::MAX_WORKERS);
+// Each worker thread has a seat and a guest seat, and one guest seat more
+// is for a driving thread (see `core::seats`).
+const _: () = assert!(MAX_THREADS * 2 + 1 <= crate::sleep::MAX_WORKERS);
 
 /// The shape of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolConfig<K> {
-    /// Worker threads: at least 1, at most [`MAX_THREADS`].
+    /// Worker threads, at most [`MAX_THREADS`]. With 0, the pool starts no
+    /// thread: its tasks run only while a thread drives it
+    /// ([`Pool::block_on`](crate::Pool::block_on),
+    /// [`Pool::run_until_stalled`](crate::Pool::run_until_stalled), or
+    /// polling [`OwnedPool::close`](crate::OwnedPool::close)'s future).
     pub threads: usize,
     /// How workers choose a level.
     pub schedule: ScheduleAlgorithm,
@@ -127,7 +133,9 @@ pub enum ConfigError {
         /// The key, formatted with `Debug`.
         key: String,
     },
-    /// `threads` is 0.
+    /// `threads` is 0. Not returned any more: a pool of zero threads is
+    /// valid, driven by its caller (see [`PoolConfig::threads`]); kept so
+    /// that code matching on it still compiles.
     NoThreads,
     /// `threads` exceeds [`MAX_THREADS`].
     TooManyThreads {
@@ -200,9 +208,6 @@ impl std::error::Error for ConfigError {
 impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
     /// Checks the config; the pool calls this before starting anything.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.threads == 0 {
-            return Err(ConfigError::NoThreads);
-        }
         if self.threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads {
                 threads: self.threads,

@@ -162,22 +162,48 @@ pub(crate) fn wake_polling(task: *const ()) -> bool {
 
 /// Makes this thread a worker of the pool at `pool` until the guard drops
 /// (or the thread's locals are being destroyed). The caller keeps the pool
-/// alive until then (see the module's invariant).
-pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>) -> impl Drop {
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            let _ = CONTEXT.try_with(|c| {
-                c.pool.set(std::ptr::null());
-                c.worker.borrow_mut().take()
-            });
-        }
+/// alive until then (see the module's invariant). Entries nest: a thread
+/// that drives a second pool while it is a worker of a first (a guest
+/// seat, see `core::seats`) is the second's worker until the guard drops,
+/// which makes it the first's again.
+pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>) -> Entered {
+    let outer = CONTEXT.with(|c| (c.pool.replace(pool), c.worker.replace(Some(worker))));
+    Entered { outer: Some(outer) }
+}
+
+/// A thread's entry into a worker context (see [`enter`]): dropping it
+/// restores what the thread was before.
+#[must_use]
+pub(crate) struct Entered {
+    outer: Option<(*const (), Option<Rc<dyn Any>>)>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let (pool, worker) = self.outer.take().unwrap_or((std::ptr::null(), None));
+        // The worker we replace drops after the borrow: its drop may run
+        // user code (never, today: a worker's hooks hold a pool reference).
+        let _left = CONTEXT.try_with(|c| {
+            c.pool.set(pool);
+            c.worker.replace(worker)
+        });
     }
-    CONTEXT.with(|c| {
-        c.pool.set(pool);
-        *c.worker.borrow_mut() = Some(worker);
-    });
-    Leave
+}
+
+/// Makes this thread no worker until the guard drops, which restores what
+/// it was (a worker inside a blocking section, see `pool::blocking`, whose
+/// closure must not push onto the queues it handed over).
+pub(crate) fn leave_for_now() -> Entered {
+    let outer = CONTEXT
+        .try_with(|c| (c.pool.replace(std::ptr::null()), c.worker.replace(None)))
+        .ok();
+    Entered { outer }
+}
+
+/// Whether this thread's context is there (not being destroyed with the
+/// thread's other locals).
+pub(crate) fn available() -> bool {
+    CONTEXT.try_with(|_| ()).is_ok()
 }
 
 /// The address of the pool whose worker this thread is, or null (not a

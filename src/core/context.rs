@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crossbeam_deque::{Stealer, Worker};
 
 use super::Shared;
+use crate::context::Entered;
 use crate::lifo::LifoSlot;
 use crate::task::RunningTask;
 
@@ -49,8 +50,14 @@ pub(crate) struct WorkerLocal {
     pub(crate) watch_from: Cell<usize>,
     /// Whether the worker holds its idle state (searching or asleep).
     pub(crate) idle: Cell<bool>,
-    /// An address near the top of the worker thread's stack.
+    /// An address near the top of the worker thread's stack (for a guest:
+    /// of the frame that took the seat).
     pub(crate) stack_base: Cell<usize>,
+    /// How much stack below `stack_base` the worker may have used and still
+    /// start helping in a wait (see `pool::worker`).
+    pub(crate) stack_budget: Cell<usize>,
+    /// Whether this is a guest seat (see `seats`), not a worker thread's.
+    pub(crate) guest: bool,
     /// What the pool does for this worker (see [`PoolHooks`]).
     hooks: Box<dyn PoolHooks + Send>,
 }
@@ -62,6 +69,7 @@ impl WorkerLocal {
         pool_id: usize,
         index: usize,
         channels: usize,
+        guest: bool,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
         let deques: Box<[Worker<RunningTask>]> =
             (0..channels).map(|_| Worker::new_fifo()).collect();
@@ -78,6 +86,8 @@ impl WorkerLocal {
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
+                stack_budget: Cell::new(0),
+                guest,
                 hooks: Box::new(NoHooks),
             },
             stealers,
@@ -224,11 +234,25 @@ impl WorkerLocal {
         mut self,
         pool: *const (),
         hooks: Box<dyn PoolHooks + Send>,
-    ) -> (Rc<WorkerLocal>, impl Drop) {
+    ) -> (Rc<WorkerLocal>, Entered) {
         self.hooks = hooks;
         let worker = Rc::new(self);
         let guard = crate::context::enter(pool, worker.clone());
         (worker, guard)
+    }
+
+    /// Undoes [`WorkerLocal::enter`]: the thread is what it was before, and
+    /// the worker comes back without hooks (a guest seat's hooks would hold
+    /// its pool alive from inside it). Every other reference to `worker`
+    /// must be gone (they live for one call on this thread).
+    pub(crate) fn leave(worker: Rc<WorkerLocal>, entered: Entered) -> WorkerLocal {
+        drop(entered);
+        let Ok(mut local) = Rc::try_unwrap(worker) else {
+            unreachable!("a worker is shared only for calls on its thread, which returned")
+        };
+        local.hooks = Box::new(NoHooks);
+        local.idle.set(false);
+        local
     }
 
     /// As [`PoolHooks::help_until`].
@@ -252,9 +276,17 @@ pub(crate) fn current() -> Option<Rc<WorkerLocal>> {
     crate::context::worker::<WorkerLocal>()
 }
 
-/// Whether the calling thread is a worker of the pool `pool_id`.
-pub(crate) fn is_worker_of(pool_id: usize) -> bool {
-    crate::context::with_worker(|local: &WorkerLocal| local.pool_id == pool_id).unwrap_or(false)
+/// Whether the calling thread is one of the pool `pool_id`'s own worker
+/// threads (not a guest).
+pub(crate) fn is_own_worker_of(pool_id: usize) -> bool {
+    crate::context::with_worker(|local: &WorkerLocal| local.pool_id == pool_id && !local.guest)
+        .unwrap_or(false)
+}
+
+/// The calling thread's worker, if it is a worker of the pool `pool_id`
+/// (one of its threads or a guest).
+pub(crate) fn current_of(pool_id: usize) -> Option<Rc<WorkerLocal>> {
+    current().filter(|local| local.pool_id == pool_id)
 }
 
 /// Hands `task` to `keep` with the calling thread's worker, if it is a

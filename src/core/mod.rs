@@ -1,6 +1,7 @@
 //! The core the rest of the pool stands on: the state a pool's parts share
 //! (`shared`), the close accounting (`close`), the registry of parked tasks
-//! that close sweeps (`parked`), the link between a channel and its pool
+//! that close sweeps (`parked`), the guest seats of threads that drive the
+//! pool without being its workers (`seats`), the link between a channel and its pool
 //! (`link`), and the worker context (`context`).
 //!
 //! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
@@ -11,8 +12,10 @@ pub(crate) mod close;
 pub(crate) mod context;
 pub(crate) mod link;
 mod parked;
+mod seats;
 mod shared;
 
 pub(crate) use close::CloseState;
 pub(crate) use parked::Parked;
+pub(crate) use seats::Seats;
 pub(crate) use shared::{ChannelInfo, Shared};

@@ -6,7 +6,7 @@ use std::fmt;
 use crossbeam_deque::Stealer;
 
 use super::close::CloseState;
-use super::Parked;
+use super::{Parked, Seats};
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
@@ -39,6 +39,11 @@ pub(crate) struct Shared {
     pub(crate) watch: Watch,
     /// The tasks that have parked, for close's sweep.
     pub(crate) parked: Parked,
+    /// The pool's worker threads: seats `0..threads` are theirs, the rest
+    /// are guest seats (see `seats`).
+    pub(crate) threads: usize,
+    /// The free guest seats.
+    pub(crate) seats: Seats,
 }
 
 impl Shared {

@@ -1,6 +1,7 @@
 //! The pool: `Pool` (shared, derefs to the behavior), `OwnedPool` (start
 //! and close), the worker loop, and the close protocol.
 
+mod drive;
 mod owned;
 mod worker;
 
@@ -30,7 +31,8 @@ pub struct Pool<B: PoolBehavior> {
 }
 
 impl<B: PoolBehavior> Pool<B> {
-    /// The number of worker threads.
+    /// The number of worker threads (0 for a pool driven by its caller,
+    /// see [`PoolConfig::threads`](crate::PoolConfig::threads)).
     pub fn threads(&self) -> usize {
         self.threads
     }

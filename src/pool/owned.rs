@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior};
 use crate::channel::ChannelLink;
 use crate::core::context::{self, WorkerLocal};
-use crate::core::{ChannelInfo, CloseState, Parked, Shared};
+use crate::core::{ChannelInfo, CloseState, Parked, Seats, Shared};
 use crate::lifo::slot::Slot;
 use crate::lifo::watch::Watch;
 use crate::schedule::Levels;
@@ -37,6 +37,8 @@ pub struct OwnedPool<B: PoolBehavior> {
     /// The shared handle to the pool.
     pub pool: Arc<Pool<B>>,
     threads: Vec<thread::JoinHandle<()>>,
+    /// Whether close has not been called yet (what `Drop` does then).
+    open: bool,
 }
 
 impl<B: PoolBehavior> OwnedPool<B> {
@@ -72,22 +74,29 @@ impl<B: PoolBehavior> OwnedPool<B> {
             })
             .collect();
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
-        let (locals, stealers): (Vec<_>, Vec<_>) = (0..threads)
+        // Seats `0..threads` are the worker threads', the rest guest seats
+        // (see `core::seats`): one per worker (a stand-in for it while it
+        // blocks) and one for a driving thread.
+        let seats = threads * 2 + 1;
+        let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
             .map(|index| {
-                let (local, stealers) = WorkerLocal::new(id, index, keys.len());
+                let (local, stealers) = WorkerLocal::new(id, index, keys.len(), index >= threads);
                 (local, stealers.into_boxed_slice())
             })
             .unzip();
+        let guests = locals.split_off(threads);
         let shared = Arc::new(Shared {
             id,
             status: Status::new(keys.len()),
-            sleep: Sleep::new(threads),
+            sleep: Sleep::new(seats),
             close: CloseState::new(threads),
             channels: channels.into(),
             stealers: stealers.into(),
-            lifo: (0..threads).map(|_| Slot::new()).collect(),
-            watch: Watch::new(threads),
+            lifo: (0..seats).map(|_| Slot::new()).collect(),
+            watch: Watch::new(seats),
             parked: Parked::new(),
+            threads,
+            seats: Seats::new(guests),
         });
         let pool = Arc::new(Pool {
             behavior,
@@ -134,7 +143,21 @@ impl<B: PoolBehavior> OwnedPool<B> {
         Ok(OwnedPool {
             pool,
             threads: handles,
+            open: true,
         })
+    }
+
+    /// As [`Pool::block_on`]: runs `future` on the calling thread, running
+    /// the pool's tasks while it waits. On a zero-thread pool, the way to
+    /// run its tasks until a result is in.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.pool.block_on(future)
+    }
+
+    /// As [`Pool::run_until_stalled`]: runs the pool's tasks on the calling
+    /// thread until none is ready, and returns how many ran.
+    pub fn run_until_stalled(&self) -> usize {
+        self.pool.run_until_stalled()
     }
 
     /// Closes the pool. From this call on, new tasks are refused (`exec`
@@ -159,11 +182,23 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// pool. The close goes on all the same; the panic, caught like any
     /// task's, ends the task. Drop the `OwnedPool` there instead, which
     /// closes without waiting, or close from outside the pool.
+    ///
+    /// On a zero-thread pool, polling the future drives the pool (see
+    /// [`Pool::block_on`]): the poll runs the tasks close waits for, on the
+    /// polling thread, and returns when the pool has closed (or at once,
+    /// `Pending`, while another thread drives it).
     pub fn close(mut self) -> Close {
+        self.open = false;
         self.pool.shared.begin_close();
+        let driver: Option<Driver> = (self.pool.threads == 0).then(|| {
+            let pool = self.pool.clone();
+            Box::new(move |waker: &Waker| pool.drive_close(waker)) as Driver
+        });
         Close {
             shared: self.pool.shared.clone(),
+            pool: Arc::as_ptr(&self.pool).cast::<()>() as usize,
             threads: std::mem::take(&mut self.threads),
+            driver,
         }
     }
 }
@@ -206,15 +241,38 @@ impl<B: PoolBehavior> OwnedPool<B> {
 
 impl<B: PoolBehavior> Drop for OwnedPool<B> {
     fn drop(&mut self) {
-        if self.threads.is_empty() {
+        if !self.open {
             return; // closed already
         }
+        self.open = false;
         self.pool.shared.begin_close();
         let threads = std::mem::take(&mut self.threads);
-        if context::is_worker_of(self.pool.shared.id) {
-            log::warn!(
-                "smartpool: OwnedPool dropped on its own worker thread; closing without waiting"
-            );
+        if context::is_own_worker_of(self.pool.shared.id) || polling_a_task_of(&self.pool) {
+            log::warn!("smartpool: OwnedPool dropped inside its own pool; closing without waiting");
+            return;
+        }
+        if self.pool.threads == 0 {
+            // Zero threads: the dropping thread drives the close, unless
+            // its thread-locals are being destroyed (then it cannot be a
+            // worker): the pool gives up on what is left, dropping it.
+            if crate::context::available() {
+                let pool = self.pool.clone();
+                self.pool.block_on(std::future::poll_fn(|cx| {
+                    if pool.drive_close(cx.waker()) {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+            } else {
+                log::warn!(
+                    "smartpool: a zero-thread OwnedPool dropped in a thread-local destructor; \
+                     its tasks are dropped, not run"
+                );
+                self.pool.shared.abandon();
+                self.pool.drain_all();
+                self.pool.shared.close.finish();
+            }
             return;
         }
         // Waits by joining the workers rather than through `Close` and an
@@ -242,15 +300,47 @@ impl<B: PoolBehavior> fmt::Debug for OwnedPool<B> {
 #[must_use = "close proceeds anyway; await this to know when it is done"]
 pub struct Close {
     shared: Arc<Shared>,
+    /// The pool's address, to tell its tasks.
+    pool: usize,
     threads: Vec<thread::JoinHandle<()>>,
+    /// For a zero-thread pool: what drives it (see `drive`).
+    driver: Option<Driver>,
+}
+
+/// What drives a zero-thread pool's close: `true` once closed.
+type Driver = Box<dyn Fn(&Waker) -> bool + Send + Sync>;
+
+/// Whether the calling thread is polling a task of `pool` (innermost).
+fn polling_a_task_of<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> bool {
+    polling_a_task_at(Arc::as_ptr(pool).cast::<()>() as usize)
+}
+
+fn polling_a_task_at(pool: usize) -> bool {
+    crate::task::with_polling_task(|scheduler, _| scheduler.as_ptr().cast::<()>() as usize == pool)
+        .unwrap_or(false)
 }
 
 impl Future for Close {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.driver.is_some() && !self.shared.close.poll_finished(cx.waker()) {
+            if polling_a_task_at(self.pool) {
+                panic!(
+                    "smartpool: OwnedPool::close() awaited inside one of the pool's own tasks, \
+                     which would wait for itself; close the pool from outside it, or drop the \
+                     OwnedPool there (it closes without waiting)"
+                );
+            }
+            let drive = self.driver.as_ref().expect("checked");
+            return if drive(cx.waker()) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            };
+        }
         if !self.shared.close.poll_finished(cx.waker()) {
-            if context::is_worker_of(self.shared.id) {
+            if context::is_own_worker_of(self.shared.id) || polling_a_task_at(self.pool) {
                 panic!(
                     "smartpool: OwnedPool::close() awaited on one of the pool's own worker \
                      threads, which would wait for itself; close the pool from outside it, \

@@ -24,6 +24,7 @@ use crate::task::{RunOutcome, RunningTask};
 /// does).
 pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: WorkerLocal) {
     local.stack_base.set(stack_address());
+    local.stack_budget.set(HELP_STACK_BUDGET);
     let address = Arc::as_ptr(&pool).cast::<()>();
     let (local, entered) = local.enter(address, Box::new(hooks));
     let pool = &pool;
@@ -61,7 +62,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
     }
 }
 
-fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
+pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     let shared = &*pool.shared;
     let worker = WorkerContext::worker(shared, local);
     let mut cursor = pool.levels.cursor();
@@ -216,7 +217,7 @@ const HELP_STACK_BUDGET: usize = 3 << 20;
 /// (stacks grow down on every platform Rust's std supports threads on but a
 /// few; there, `used` reads 0 and the budget never binds).
 #[inline(never)]
-fn stack_address() -> usize {
+pub(super) fn stack_address() -> usize {
     let marker = 0u8;
     std::hint::black_box(&marker) as *const u8 as usize
 }
@@ -240,7 +241,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
         let pool = &*self.pool;
         let shared = &*pool.shared;
-        if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
+        if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
             if let Some((channel, task)) = shared.lifo[local.index].take() {
                 local
                     .lifo
@@ -293,7 +294,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     ) {
         let pool = &*self.pool;
         let shared = &*pool.shared;
-        if local.stack_base.get().saturating_sub(stack_address()) > HELP_STACK_BUDGET {
+        if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
             return;
         }
         // As `exec` admits a new task: counted if the channel is
@@ -355,7 +356,7 @@ impl Drop for IdleFlag<'_> {
 /// and the streak allows (else that task goes to its channel, see `lifo`),
 /// or one from the channels by the schedule. The task comes back with the
 /// channel it came from recorded (`RunningTask::from`).
-fn find<B: PoolBehavior>(
+pub(super) fn find<B: PoolBehavior>(
     pool: &Pool<B>,
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
@@ -382,7 +383,7 @@ fn find<B: PoolBehavior>(
 }
 
 /// Runs a task taken from a channel (recorded in it as `from`).
-fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
+pub(super) fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
     let shared = &pool.shared;
     if shared.close.is_closing() {
         // Closing: tasks of dropping channels are dropped, not run; past

@@ -1,0 +1,267 @@
+//! Driving a pool from the calling thread: `Pool::block_on`,
+//! `Pool::run_until_stalled`, and the close of a zero-thread pool.
+//!
+//! A thread that is not one of the pool's workers drives it from a guest
+//! seat (see `core::seats`): it takes the seat, is that worker (the same
+//! loop, levels and schedule as the pool's threads) until it stops
+//! driving, then empties the seat into the channels and gives it back. A
+//! worker of the pool (its own thread, or a guest already) drives from the
+//! seat it has: a wait inside a task helps instead of blocking.
+//!
+//! # A wait that helps (`block_on`)
+//!
+//! The future is polled with a waker that sets a flag, rouses the seat the
+//! thread drives from (`Sleep::rouse`, as a scope's wait does) and unparks
+//! the thread. Between polls the thread runs the pool's tasks until the
+//! flag is set (`help_until`, whose sleep has the flag in its final check,
+//! so a wake between the check and the sleep is not lost: it rouses the
+//! seat). The flag is cleared before each poll, so a wake during the poll
+//! ends the next help at once. When the thread cannot help (no free seat,
+//! the pool terminated, or its stack too deep in nested waits), it parks
+//! until the flag is set; a thread waiting for a seat is also woken when
+//! one is given back, and tries again.
+//!
+//! # Zero threads
+//!
+//! With no worker threads, tasks run only while some thread drives. A
+//! zero-thread pool has one guest seat, so at most one thread drives at a
+//! time, and the run order is the schedule's alone: deterministic for a
+//! given order of submissions and wakes. Close is driven by whoever polls
+//! its future: it drives until the pool terminates, then does what the last
+//! worker out does (drains the channels, signals the close).
+
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+
+use super::worker::{self, execute, find, Hooks};
+use super::Pool;
+use crate::behavior::PoolBehavior;
+use crate::channel::Submit;
+use crate::core::context::{self, WorkerContext, WorkerLocal};
+use crate::core::Shared;
+use crate::sync::fence;
+
+/// Stack a guest may have used below the frame that took its seat and
+/// still start helping: the caller's thread may be std's default 2 MiB, so
+/// a guest keeps half of that for the tasks it runs on top.
+const GUEST_STACK_BUDGET: usize = 1 << 20;
+
+impl<B: PoolBehavior> Pool<B> {
+    /// Runs `future` to completion on the calling thread, running the
+    /// pool's tasks while it waits (rayon's `install`, marl's `bind`), and
+    /// returns its output.
+    ///
+    /// * From a thread that is not one of the pool's workers (a program's
+    ///   main thread), the thread is a worker of the pool while it waits:
+    ///   it takes a guest seat, and serves the levels by the pool's
+    ///   schedule like the pool's own threads. If every guest seat is taken
+    ///   (a pool has one per worker thread, plus one), it just waits, and
+    ///   takes a seat as soon as one is free.
+    /// * On one of the pool's own workers (inside a task), it helps rather
+    ///   than blocks: a task that blocks on the handle of a task it
+    ///   spawned runs that task meanwhile, also on a one-thread pool.
+    /// * On a zero-thread pool, this (with [`Pool::run_until_stalled`]) is
+    ///   how tasks run at all.
+    ///
+    /// Calls nest: `block_on` inside a task run by `block_on` helps again.
+    /// The future itself is not a task of the pool: it runs on the calling
+    /// thread only, and need not be `Send`.
+    ///
+    /// ```
+    /// # use smartpool::prelude::*;
+    /// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+    /// # struct B { work: VecDequeChannel }
+    /// # impl PoolBehavior for B {
+    /// #     type ChannelKey = Only;
+    /// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 1,
+    /// #         schedule: ScheduleAlgorithm::HighestFirst,
+    /// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+    /// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+    /// # }
+    /// let owned = OwnedPool::new(B { work: VecDequeChannel::new() })?;
+    /// let pool = owned.pool.clone();
+    /// // A task that waits for a child it spawned, on a one-thread pool:
+    /// // the wait runs the child.
+    /// let parent = pool.work.exec(async {
+    ///     let pool = Pool::<B>::current().unwrap();
+    ///     let child = pool.work.exec(async { 21 });
+    ///     pool.block_on(child).unwrap() * 2
+    /// });
+    /// assert_eq!(pool.block_on(parent).unwrap(), 42);
+    /// # Ok::<(), smartpool::ConfigError>(())
+    /// ```
+    pub fn block_on<F: Future>(self: &Arc<Self>, future: F) -> F::Output {
+        let mut future = pin!(future);
+        let signal = Arc::new(Signal {
+            woken: AtomicBool::new(false),
+            seat: AtomicUsize::new(NO_SEAT),
+            shared: self.shared.clone(),
+            thread: thread::current(),
+        });
+        let waker = Waker::from(signal.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut guest: Option<Guest<'_, B>> = None;
+        loop {
+            signal.woken.store(false, Ordering::SeqCst);
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+            let worker = match context::current_of(self.shared.id) {
+                Some(worker) => Some(worker),
+                None => {
+                    if guest.is_none() {
+                        guest = Guest::take(self, Some(&waker));
+                    }
+                    guest.as_ref().map(|g| g.worker().clone())
+                }
+            };
+            let helped = worker.is_some_and(|worker| {
+                signal.seat.store(worker.index, Ordering::SeqCst);
+                let done = worker.help_until(&|| signal.woken.load(Ordering::SeqCst));
+                signal.seat.store(NO_SEAT, Ordering::SeqCst);
+                done
+            });
+            if !helped {
+                while !signal.woken.load(Ordering::SeqCst) {
+                    thread::park();
+                }
+            }
+        }
+    }
+
+    /// Runs the pool's tasks on the calling thread until none is ready to
+    /// run (every channel empty, or holding only tasks the schedule does
+    /// not serve now), and returns how many it ran. Tasks woken from other
+    /// threads meanwhile run too; those woken later run at the next drive.
+    /// The way to drive a zero-thread pool step by step (a game's main
+    /// loop, a test); on a threaded pool the calling thread helps the
+    /// workers. Returns 0 at once if every guest seat is taken (another
+    /// thread drives).
+    pub fn run_until_stalled(self: &Arc<Self>) -> usize {
+        let run = |worker: &WorkerLocal| {
+            let context = WorkerContext::worker(&self.shared, worker);
+            let mut cursor = self.levels.cursor();
+            let mut ran = 0;
+            while let Some(task) = find(self, &context, &mut cursor) {
+                execute(self, task);
+                ran += 1;
+            }
+            ran
+        };
+        if let Some(worker) = context::current_of(self.shared.id) {
+            return run(&worker);
+        }
+        match Guest::take(self, None) {
+            Some(guest) => run(guest.worker()),
+            None => 0,
+        }
+    }
+
+    /// Drives the close of a zero-thread pool (see the module doc):
+    /// `true` once it is done; `false` if another thread holds the seat
+    /// (`waker` is woken when it is free).
+    pub(super) fn drive_close(self: &Arc<Self>, waker: &Waker) -> bool {
+        let shared = &*self.shared;
+        let terminated = || shared.close.is_terminated();
+        if !terminated() {
+            let current = context::current_of(shared.id);
+            let guest = match current {
+                Some(_) => None,
+                None => match Guest::take(self, Some(waker)) {
+                    Some(guest) => Some(guest),
+                    None => return false,
+                },
+            };
+            let worker = current.unwrap_or_else(|| guest.as_ref().expect("taken").worker().clone());
+            while !terminated() {
+                worker.help_until(&terminated);
+            }
+        }
+        // What the last worker out does (see `close`): having read
+        // TERMINATED, fence (pairs with the post fence of a push that raced
+        // termination), drain, signal.
+        fence(crate::sync::Ordering::SeqCst);
+        self.drain_all();
+        shared.close.finish();
+        true
+    }
+}
+
+const NO_SEAT: usize = usize::MAX;
+
+/// The waker of a `block_on`: see the module doc.
+struct Signal {
+    woken: AtomicBool,
+    /// The seat the waiting thread helps from, or [`NO_SEAT`].
+    seat: AtomicUsize,
+    shared: Arc<Shared>,
+    thread: Thread,
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        let seat = self.seat.load(Ordering::SeqCst);
+        if seat != NO_SEAT {
+            self.shared.sleep.rouse(seat);
+        }
+        self.thread.unpark();
+    }
+}
+
+/// A guest seat taken by the calling thread, which is its worker until
+/// this drops (also in an unwind): see `core::seats`.
+struct Guest<'a, B: PoolBehavior> {
+    pool: &'a Arc<Pool<B>>,
+    /// The seat's worker and the thread's entry as it; taken as it drops.
+    seat: Option<(Rc<WorkerLocal>, crate::context::Entered)>,
+}
+
+impl<'a, B: PoolBehavior> Guest<'a, B> {
+    /// Takes a free guest seat of `pool` and makes the calling thread its
+    /// worker; `None` if none is free (then `waker`, if given, is woken
+    /// when one is).
+    fn take(pool: &'a Arc<Pool<B>>, waker: Option<&Waker>) -> Option<Guest<'a, B>> {
+        let local = pool.shared.seats.claim(waker)?;
+        local.stack_base.set(worker::stack_address());
+        local.stack_budget.set(GUEST_STACK_BUDGET);
+        let address = Arc::as_ptr(pool).cast::<()>();
+        let (worker, entered) = local.enter(address, Box::new(Hooks::new(pool.clone())));
+        Some(Guest {
+            pool,
+            seat: Some((worker, entered)),
+        })
+    }
+
+    fn worker(&self) -> &Rc<WorkerLocal> {
+        &self.seat.as_ref().expect("held until dropped").0
+    }
+}
+
+impl<B: PoolBehavior> Drop for Guest<'_, B> {
+    fn drop(&mut self) {
+        let pool = self.pool;
+        let (worker, entered) = self.seat.take().expect("held until dropped");
+        // No longer the seat's worker: what the moves below submit goes to
+        // the channels' shared queues, not back into the seat.
+        let local = WorkerLocal::leave(worker, entered);
+        if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
+            pool.channel_at(channel).submit(task);
+        }
+        for (channel, deque) in local.deques.iter().enumerate() {
+            while let Some(task) = deque.pop() {
+                pool.channel_at(channel).submit(task);
+            }
+        }
+        pool.shared.seats.release(local);
+    }
+}
