@@ -6,7 +6,9 @@ use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
+use crate::blocking::BlockingConfig;
 use crate::channel::{Channel, Submit};
+use crate::core::blocked::DeadlockReport;
 use crate::task::RunningTask;
 
 /// What a pool is: implement it on a struct that owns your channels.
@@ -61,6 +63,26 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     fn followup(&self, from: Self::ChannelKey, task: RunningTask) {
         self.channel(from).submit(task);
     }
+
+    /// How the pool's blocking threads are bounded: those that run
+    /// [`Pool::spawn_blocking`](crate::Pool::spawn_blocking) closures, and
+    /// the stand-ins of workers inside
+    /// [`block_in_place`](crate::block_in_place). Asked once, when the pool
+    /// starts. Default: [`BlockingConfig::default`].
+    fn blocking(&self) -> BlockingConfig {
+        BlockingConfig::default()
+    }
+
+    /// Called when every worker thread of the pool is blocked (in
+    /// [`block_in_place`](crate::block_in_place) with no stand-in, or in a
+    /// wait that cannot help) while tasks wait to run: nothing will run
+    /// them until one unblocks (rayon's deadlock handler). Called once per
+    /// such episode, on the thread that saw it (a worker about to block,
+    /// or a thread that submitted a task); a panic in it is caught and
+    /// logged. Default: logs the report as an error.
+    fn deadlock(&self, report: &DeadlockReport) {
+        log::error!("smartpool: {report}");
+    }
 }
 
 /// The most worker threads a pool takes. A pool of this size starts in
@@ -77,7 +99,7 @@ pub const MAX_THREADS: usize = 4_096;
 
 // Each worker thread has a seat and a guest seat, and one guest seat more
 // is for a driving thread (see `core::seats`).
-const _: () = assert!(MAX_THREADS * 2 + 1 <= crate::sleep::MAX_WORKERS);
+const _: () = assert!(MAX_THREADS * 2 < crate::sleep::MAX_WORKERS);
 
 /// The shape of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -95,6 +95,7 @@
 )]
 
 mod behavior;
+mod blocking;
 mod channel;
 mod context;
 mod core;
@@ -112,16 +113,18 @@ mod task;
 mod time;
 mod yield_now;
 
+pub use crate::core::blocked::{DeadlockReport, WorkerState};
 pub use crate::core::context::WorkerContext;
 pub use behavior::{
     ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm, MAX_THREADS,
 };
+pub use blocking::BlockingConfig;
 pub use channel::{
     AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
     ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
 pub use join_set::JoinSet;
-pub use pool::{Close, CloseReport, CloseTimeout, OwnedPool, Pool};
+pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
 pub use run::{run, try_run, Run};
 pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use steal::WorkQueue;

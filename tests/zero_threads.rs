@@ -26,22 +26,22 @@ fn run_order_is_the_schedules() {
         move || log.lock().unwrap().push(name)
     };
     let (l1, l2, h1, h2) = (note("l1"), note("l2"), note("h1"), note("h2"));
-    let _ = pool.low.exec(run(l1));
-    let _ = pool.low.exec(run(l2));
-    let _ = pool.high.exec(run(h1));
+    let _detached = pool.low.exec(run(l1));
+    let _detached = pool.low.exec(run(l2));
+    let _detached = pool.high.exec(run(h1));
     let spawner = {
         let log = log.clone();
         let child = note("child");
         async move {
             log.lock().unwrap().push("spawner");
             let pool = Pool::<TwoLevels>::current().unwrap();
-            let _ = pool.high.exec(run(child));
+            let _detached = pool.high.exec(run(child));
             smartpool::yield_now().await;
             log.lock().unwrap().push("spawner-after-yield");
         }
     };
-    let _ = pool.high.exec(spawner);
-    let _ = pool.high.exec(run(h2));
+    let _detached = pool.high.exec(spawner);
+    let _detached = pool.high.exec(run(h2));
     assert!(
         log.lock().unwrap().is_empty(),
         "no thread runs a zero-thread pool"
@@ -87,7 +87,7 @@ fn block_on_drives_and_outside_wakes_run_at_the_next_drive() {
         count.fetch_add(1, Ordering::SeqCst);
         if left > 0 {
             let next = pool.clone();
-            let _ = pool.work.exec(run(move || chain(next, left - 1, count)));
+            let _detached = pool.work.exec(run(move || chain(next, left - 1, count)));
         }
     }
     let (p, c) = (pool.clone(), count.clone());
@@ -144,12 +144,12 @@ fn dropping_drives_the_close() {
     let drops = DropCounter::new();
     for _ in 0..10 {
         let ran = ran.clone();
-        let _ = owned.pool.high.exec(run(move || {
+        let _detached = owned.pool.high.exec(run(move || {
             ran.fetch_add(1, Ordering::SeqCst);
         }));
     }
     let token = drops.token();
-    let _ = owned.pool.low.exec(async move {
+    let _detached = owned.pool.low.exec(async move {
         let _token = token;
         futures::future::pending::<()>().await
     });
@@ -222,4 +222,24 @@ fn two_drivers_share_the_one_seat() {
     for driver in drivers {
         assert_eq!(driver.join().unwrap(), 199 * 100);
     }
+}
+
+/// A close with a deadline on a zero-thread pool: the poll that drives the
+/// pool stops at the deadline and abandons a task that never finishes.
+#[test]
+fn close_timeout_drives_until_the_deadline() {
+    let owned = OwnedPool::new(TwoLevels::new(0)).unwrap();
+    let never = owned.pool.high.exec(futures::future::pending::<()>());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let _detached = owned
+        .pool
+        .high
+        .exec(run(move || r.fetch_add(1, Ordering::SeqCst)));
+    let report = futures::executor::block_on(owned.close_timeout(Duration::from_millis(30)));
+    assert!(report.timed_out());
+    assert_eq!(report.aborted(), 1);
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the queued task ran first");
+    let e = futures::executor::block_on(never).unwrap_err();
+    assert_eq!(e.cancel_reason(), Some(CancelReason::CloseTimedOut));
 }

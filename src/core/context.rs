@@ -200,6 +200,10 @@ pub(crate) trait PoolHooks {
     /// Wakes `worker` from any thread if it sleeps in its slot.
     fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
 
+    /// Runs `f`, which blocks, on `worker`'s thread, with a stand-in
+    /// serving the worker's place meanwhile (see `pool::blocking`).
+    fn block_in_place(&self, worker: &WorkerLocal, f: &mut dyn FnMut());
+
     /// Runs a claimed scoped task on `worker` at once, as a fresh task of
     /// channel `channel` (see `scope::claim`).
     fn run_now(
@@ -225,6 +229,9 @@ impl PoolHooks for NoHooks {
         Box::new(|| {})
     }
     fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
+    fn block_in_place(&self, _: &WorkerLocal, f: &mut dyn FnMut()) {
+        f()
+    }
 }
 
 impl WorkerLocal {
@@ -263,6 +270,11 @@ impl WorkerLocal {
     /// As [`PoolHooks::waker`].
     pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
         self.hooks.waker(self)
+    }
+
+    /// As [`PoolHooks::block_in_place`].
+    pub(crate) fn block_in_place(&self, f: &mut dyn FnMut()) {
+        self.hooks.block_in_place(self, f)
     }
 
     /// As [`PoolHooks::run_now`].

@@ -2,12 +2,14 @@
 //! (`shared`), the close accounting (`close`), the registry of parked tasks
 //! that close sweeps (`parked`), the guest seats of threads that drive the
 //! pool without being its workers (`seats`), the link between a channel and its pool
-//! (`link`), and the worker context (`context`).
+//! (`link`), the worker context (`context`), and which workers are
+//! blocked, for the deadlock check (`blocked`).
 //!
 //! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
 //! `sleep`, `status`); queues, channels, the schedule, the pool and the
 //! extras (scope, time) import it.
 
+pub(crate) mod blocked;
 pub(crate) mod close;
 pub(crate) mod context;
 pub(crate) mod link;

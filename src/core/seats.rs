@@ -35,7 +35,12 @@
 //! A thread that finds no free seat does not drive: it waits, and its
 //! waker is kept here and woken when a seat is given back, so that it
 //! tries again (in a zero-thread pool, the tasks it waits for run only if
-//! some thread drives).
+//! some thread drives). A worker that needs a stand-in and finds no free
+//! seat waits for one if a stand-in is retiring (its worker is back, and
+//! it gives its seat back after its current task): each worker thread has
+//! at most one stand-in that is not retiring, so of the `threads + 1`
+//! guest seats, one that is free or retiring is always there for a worker
+//! about to block, unless a driving thread holds it.
 
 use std::fmt;
 use std::task::Waker;
@@ -46,19 +51,26 @@ use crate::sync::{lock, Mutex};
 /// The guest seats of a pool that are free, and who waits for one.
 pub(crate) struct Seats {
     inner: Mutex<Inner>,
+    /// How many guest seats the pool has.
+    total: usize,
 }
 
 struct Inner {
     free: Vec<WorkerLocal>,
     waiting: Vec<Waker>,
+    /// Taken seats whose thread was told to give them back (a stand-in
+    /// whose worker is back), and has not yet.
+    retiring: usize,
 }
 
 impl Seats {
     pub(crate) fn new(free: Vec<WorkerLocal>) -> Seats {
         Seats {
+            total: free.len(),
             inner: Mutex::new(Inner {
                 free,
                 waiting: Vec::new(),
+                retiring: 0,
             }),
         }
     }
@@ -81,12 +93,43 @@ impl Seats {
         }
     }
 
+    /// Takes a free seat as [`Seats::claim`]; if none is free but some
+    /// will be soon (a retiring stand-in's), waits for it, parking the
+    /// calling thread. `None` if none is free and none is retiring.
+    pub(crate) fn claim_or_wait(&self) -> Option<WorkerLocal> {
+        let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+        loop {
+            if let Some(seat) = self.claim(Some(&waker)) {
+                return Some(seat);
+            }
+            if lock(&self.inner).retiring == 0 {
+                return None;
+            }
+            std::thread::park();
+        }
+    }
+
+    /// The thread of a taken seat was told to give it back: it is
+    /// retiring until it does ([`Seats::release`] with `retired`).
+    pub(crate) fn retiring(&self) {
+        lock(&self.inner).retiring += 1;
+    }
+
+    /// Undoes [`Seats::retiring`]: the thread had given its seat back.
+    pub(crate) fn not_retiring(&self) {
+        lock(&self.inner).retiring -= 1;
+    }
+
     /// Gives back a seat its thread emptied (see the module's invariant)
-    /// and wakes those who waited for one.
-    pub(crate) fn release(&self, seat: WorkerLocal) {
+    /// and wakes those who waited for one. `retired`: the thread had been
+    /// told to ([`Seats::retiring`]).
+    pub(crate) fn release(&self, seat: WorkerLocal, retired: bool) {
         let waiting = {
             let mut inner = lock(&self.inner);
             inner.free.push(seat);
+            if retired {
+                inner.retiring -= 1;
+            }
             std::mem::take(&mut inner.waiting)
         };
         for waker in waiting {
@@ -94,9 +137,33 @@ impl Seats {
         }
     }
 
+    /// Wakes those who wait for a seat (the pool terminated: a close
+    /// waiting for the seat no longer needs it).
+    pub(crate) fn wake_waiting(&self) {
+        let waiting = std::mem::take(&mut lock(&self.inner).waiting);
+        for waker in waiting {
+            waker.wake();
+        }
+    }
+
+    /// Whether every guest seat is free: no thread drives the pool or
+    /// stands in for a worker.
+    pub(crate) fn all_free(&self) -> bool {
+        self.free() == self.total
+    }
+
     /// How many guest seats are free now.
     pub(crate) fn free(&self) -> usize {
         lock(&self.inner).free.len()
+    }
+}
+
+/// Unparks a thread waiting for a seat.
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crossbeam_deque::Stealer;
 
+use super::blocked::{Blocked, DeadlockReport, WorkerState};
 use super::close::CloseState;
 use super::{Parked, Seats};
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
@@ -39,11 +40,25 @@ pub(crate) struct Shared {
     pub(crate) watch: Watch,
     /// The tasks that have parked, for close's sweep.
     pub(crate) parked: Parked,
-    /// The pool's worker threads: seats `0..threads` are theirs, the rest
-    /// are guest seats (see `seats`).
-    pub(crate) threads: usize,
     /// The free guest seats.
     pub(crate) seats: Seats,
+    /// Which worker threads are blocked (see `blocked`).
+    pub(crate) blocked: Blocked,
+    /// The behavior's deadlock handler (set once the pool exists; it
+    /// catches its own panics).
+    pub(crate) on_deadlock: std::sync::OnceLock<DeadlockHandler>,
+}
+
+/// What the pool calls with a deadlock report (see `blocked`).
+pub(crate) type DeadlockHandler = Box<dyn Fn(&DeadlockReport) + Send + Sync>;
+
+/// A worker thread blocked (see [`Shared::block`]) until this drops.
+pub(crate) struct BlockedGuard<'a>(&'a Shared, usize);
+
+impl Drop for BlockedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.blocked.unblock(self.1);
+    }
 }
 
 impl Shared {
@@ -71,7 +86,49 @@ impl Shared {
     /// then let the sleep protocol wake a worker if none will find it.
     pub(crate) fn pushed(&self, index: usize) {
         self.status.mark(self.channels[index].bit);
-        self.sleep.new_jobs(1);
+        if self.sleep.new_jobs(1) == 0 && self.blocked.all() {
+            self.deadlocked();
+        }
+    }
+
+    /// Worker thread `index` blocks as `state` until the guard drops (see
+    /// `blocked`); if it is the last one to, and a task is queued
+    /// (`work_remains`: the pool asks its channels, as a status bit may be
+    /// stale), reports the deadlock.
+    pub(crate) fn block(
+        &self,
+        index: usize,
+        state: WorkerState,
+        work_remains: impl Fn() -> bool,
+    ) -> BlockedGuard<'_> {
+        if self.blocked.block(index, state) && self.status.any() && work_remains() {
+            self.deadlocked();
+        }
+        BlockedGuard(self, index)
+    }
+
+    /// Every worker thread is blocked while a task is queued: reports it
+    /// once (see `blocked`), unless a guest seat is taken (a thread that
+    /// drives the pool or stands in for a worker may run the task).
+    #[cold]
+    fn deadlocked(&self) {
+        if !self.seats.all_free() {
+            return;
+        }
+        let Some(workers) = self.blocked.claim_report() else {
+            return;
+        };
+        let queued = self
+            .channels
+            .iter()
+            .filter(|c| self.status.is_set(c.bit))
+            .map(|c| c.name.to_string())
+            .collect();
+        let report = DeadlockReport { workers, queued };
+        match self.on_deadlock.get() {
+            Some(handler) => handler(&report),
+            None => log::error!("smartpool: {report}"),
+        }
     }
 
     /// Admits a new task to channel `index` (see `close`'s module doc):
@@ -109,6 +166,7 @@ impl Shared {
     pub(crate) fn release_counted(&self) {
         if self.close.release() {
             self.sleep.wake_all();
+            self.seats.wake_waiting();
         }
     }
 
@@ -124,6 +182,7 @@ impl Shared {
     pub(crate) fn begin_close(&self) {
         if self.close.begin() {
             self.sleep.wake_all();
+            self.seats.wake_waiting();
         }
         self.parked.sweep();
     }

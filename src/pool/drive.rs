@@ -37,11 +37,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
+use std::time::Instant;
 
 use super::worker::{self, execute, find, Hooks};
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
+use crate::core::blocked::WorkerState;
 use crate::core::context::{self, WorkerContext, WorkerLocal};
 use crate::core::Shared;
 use crate::sync::fence;
@@ -120,13 +122,25 @@ impl<B: PoolBehavior> Pool<B> {
                     guest.as_ref().map(|g| g.worker().clone())
                 }
             };
+            let mut blocked = None;
             let helped = worker.is_some_and(|worker| {
                 signal.seat.store(worker.index, Ordering::SeqCst);
                 let done = worker.help_until(&|| signal.woken.load(Ordering::SeqCst));
                 signal.seat.store(NO_SEAT, Ordering::SeqCst);
+                if !done && !worker.guest && !self.shared.close.is_terminated() {
+                    // One of the pool's threads waits without running
+                    // tasks: it counts for the deadlock check.
+                    blocked = Some(worker.index);
+                }
                 done
             });
             if !helped {
+                let _blocked = blocked.map(|index| {
+                    self.shared
+                        .block(index, WorkerState::WaitingWithoutHelping, || {
+                            self.work_remains()
+                        })
+                });
                 while !signal.woken.load(Ordering::SeqCst) {
                     thread::park();
                 }
@@ -164,22 +178,35 @@ impl<B: PoolBehavior> Pool<B> {
 
     /// Drives the close of a zero-thread pool (see the module doc):
     /// `true` once it is done; `false` if another thread holds the seat
-    /// (`waker` is woken when it is free).
-    pub(super) fn drive_close(self: &Arc<Self>, waker: &Waker) -> bool {
+    /// (`waker` is woken when it is free, or when the pool terminates), or
+    /// at `stop_at` (whoever set it rouses the seat then).
+    pub(super) fn drive_close(self: &Arc<Self>, waker: &Waker, stop_at: Option<Instant>) -> bool {
         let shared = &*self.shared;
         let terminated = || shared.close.is_terminated();
+        let stop = || terminated() || stop_at.is_some_and(|at| Instant::now() >= at);
         if !terminated() {
             let current = context::current_of(shared.id);
             let guest = match current {
                 Some(_) => None,
                 None => match Guest::take(self, Some(waker)) {
                     Some(guest) => Some(guest),
+                    // The pool may have terminated meanwhile (the seat's
+                    // holder ran the last task): then no seat is needed.
+                    None if terminated() => None,
                     None => return false,
                 },
             };
-            let worker = current.unwrap_or_else(|| guest.as_ref().expect("taken").worker().clone());
-            while !terminated() {
-                worker.help_until(&terminated);
+            if let Some(worker) = current.or_else(|| guest.as_ref().map(|g| g.worker().clone())) {
+                while !stop() {
+                    if !worker.help_until(&stop) && !stop() {
+                        // Too deep in nested waits to help: wait for
+                        // another thread to end the close.
+                        thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+            }
+            if !terminated() {
+                return false;
             }
         }
         // What the last worker out does (see `close`): having read
@@ -220,10 +247,12 @@ impl Wake for Signal {
 
 /// A guest seat taken by the calling thread, which is its worker until
 /// this drops (also in an unwind): see `core::seats`.
-struct Guest<'a, B: PoolBehavior> {
+pub(super) struct Guest<'a, B: PoolBehavior> {
     pool: &'a Arc<Pool<B>>,
     /// The seat's worker and the thread's entry as it; taken as it drops.
     seat: Option<(Rc<WorkerLocal>, crate::context::Entered)>,
+    /// Whether its thread was told to give it back (a stand-in).
+    pub(super) retired: bool,
 }
 
 impl<'a, B: PoolBehavior> Guest<'a, B> {
@@ -231,18 +260,29 @@ impl<'a, B: PoolBehavior> Guest<'a, B> {
     /// worker; `None` if none is free (then `waker`, if given, is woken
     /// when one is).
     fn take(pool: &'a Arc<Pool<B>>, waker: Option<&Waker>) -> Option<Guest<'a, B>> {
+        if !crate::context::available() {
+            return None; // the thread's locals are being destroyed
+        }
         let local = pool.shared.seats.claim(waker)?;
-        local.stack_base.set(worker::stack_address());
-        local.stack_budget.set(GUEST_STACK_BUDGET);
-        let address = Arc::as_ptr(pool).cast::<()>();
-        let (worker, entered) = local.enter(address, Box::new(Hooks::new(pool.clone())));
-        Some(Guest {
-            pool,
-            seat: Some((worker, entered)),
-        })
+        Some(Guest::enter(pool, local, GUEST_STACK_BUDGET))
     }
 
-    fn worker(&self) -> &Rc<WorkerLocal> {
+    /// Makes the calling thread the worker of the guest seat `local`,
+    /// claimed from `pool`'s seats, helping in waits while it has used
+    /// less than `budget` of its stack below this call.
+    pub(super) fn enter(pool: &'a Arc<Pool<B>>, local: WorkerLocal, budget: usize) -> Guest<'a, B> {
+        local.stack_base.set(worker::stack_address());
+        local.stack_budget.set(budget);
+        let address = Arc::as_ptr(pool).cast::<()>();
+        let (worker, entered) = local.enter(address, Box::new(Hooks::new(pool.clone())));
+        Guest {
+            pool,
+            seat: Some((worker, entered)),
+            retired: false,
+        }
+    }
+
+    pub(super) fn worker(&self) -> &Rc<WorkerLocal> {
         &self.seat.as_ref().expect("held until dropped").0
     }
 }
@@ -254,14 +294,26 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
         // No longer the seat's worker: what the moves below submit goes to
         // the channels' shared queues, not back into the seat.
         let local = WorkerLocal::leave(worker, entered);
-        if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
-            pool.channel_at(channel).submit(task);
-        }
-        for (channel, deque) in local.deques.iter().enumerate() {
-            while let Some(task) = deque.pop() {
+        // The behavior's `channel` is user code: should it panic, the
+        // seat is given back all the same (the tasks left in it are then
+        // dropped with the panic's unwind, which cancels them).
+        let moved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
                 pool.channel_at(channel).submit(task);
             }
+            for (channel, deque) in local.deques.iter().enumerate() {
+                while let Some(task) = deque.pop() {
+                    pool.channel_at(channel).submit(task);
+                }
+            }
+        }));
+        if let Err(panic) = moved {
+            log::error!(
+                "smartpool: a channel panicked as a guest seat was emptied: {}",
+                crate::task::panic_message(&*panic)
+            );
+            while local.deques.iter().any(|d| d.pop().map(drop).is_some()) {}
         }
-        pool.shared.seats.release(local);
+        pool.shared.seats.release(local, self.retired);
     }
 }

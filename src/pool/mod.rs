@@ -1,10 +1,12 @@
 //! The pool: `Pool` (shared, derefs to the behavior), `OwnedPool` (start
 //! and close), the worker loop, and the close protocol.
 
+mod blocking;
 mod drive;
 mod owned;
 mod worker;
 
+pub use blocking::block_in_place;
 pub use owned::{Close, CloseReport, CloseTimeout, OwnedPool};
 
 use std::fmt;
@@ -28,6 +30,9 @@ pub struct Pool<B: PoolBehavior> {
     keys: Box<[B::ChannelKey]>,
     levels: Levels,
     threads: usize,
+    /// The threads of `spawn_blocking` and of stand-ins.
+    blocking: crate::blocking::Blocking,
+    blocking_config: crate::blocking::BlockingConfig,
 }
 
 impl<B: PoolBehavior> Pool<B> {

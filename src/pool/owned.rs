@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::{worker, Pool};
 use crate::behavior::{ConfigError, PoolBehavior};
+use crate::blocking::Blocking;
 use crate::channel::ChannelLink;
+use crate::core::blocked::Blocked;
 use crate::core::context::{self, WorkerLocal};
 use crate::core::{ChannelInfo, CloseState, Parked, Seats, Shared};
 use crate::lifo::slot::Slot;
@@ -95,16 +97,37 @@ impl<B: PoolBehavior> OwnedPool<B> {
             lifo: (0..seats).map(|_| Slot::new()).collect(),
             watch: Watch::new(seats),
             parked: Parked::new(),
-            threads,
             seats: Seats::new(guests),
+            blocked: Blocked::new(threads),
+            on_deadlock: std::sync::OnceLock::new(),
         });
+        let blocking_config = behavior.blocking();
         let pool = Arc::new(Pool {
+            blocking: Blocking::new(
+                &blocking_config,
+                "smartpool-blocking".into(),
+                worker::STACK_SIZE,
+            ),
+            blocking_config,
             behavior,
             shared: shared.clone(),
             keys: keys.into(),
             levels,
             threads,
         });
+        let weak = Arc::downgrade(&pool);
+        let _ = shared.on_deadlock.set(Box::new(move |report| {
+            let Some(pool) = weak.upgrade() else { return };
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.behavior.deadlock(report)
+            }));
+            if let Err(panic) = called {
+                log::error!(
+                    "smartpool: the deadlock handler panicked: {}; the report was: {report}",
+                    crate::task::panic_message(&*panic)
+                );
+            }
+        }));
         let scheduler: Weak<dyn Schedule> = Arc::downgrade(&pool) as Weak<dyn Schedule>;
         for (index, &key) in pool.keys.iter().enumerate() {
             let link = ChannelLink {
@@ -192,13 +215,16 @@ impl<B: PoolBehavior> OwnedPool<B> {
         self.pool.shared.begin_close();
         let driver: Option<Driver> = (self.pool.threads == 0).then(|| {
             let pool = self.pool.clone();
-            Box::new(move |waker: &Waker| pool.drive_close(waker)) as Driver
+            Box::new(move |waker: &Waker, stop_at: Option<Instant>| {
+                pool.drive_close(waker, stop_at)
+            }) as Driver
         });
         Close {
             shared: self.pool.shared.clone(),
             pool: Arc::as_ptr(&self.pool).cast::<()>() as usize,
             threads: std::mem::take(&mut self.threads),
             driver,
+            stop_at: None,
         }
     }
 }
@@ -258,7 +284,7 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
             if crate::context::available() {
                 let pool = self.pool.clone();
                 self.pool.block_on(std::future::poll_fn(|cx| {
-                    if pool.drive_close(cx.waker()) {
+                    if pool.drive_close(cx.waker(), None) {
                         Poll::Ready(())
                     } else {
                         Poll::Pending
@@ -305,10 +331,14 @@ pub struct Close {
     threads: Vec<thread::JoinHandle<()>>,
     /// For a zero-thread pool: what drives it (see `drive`).
     driver: Option<Driver>,
+    /// For a zero-thread pool: when a poll stops driving and returns
+    /// (`close_timeout`'s deadline), if ever.
+    stop_at: Option<Instant>,
 }
 
-/// What drives a zero-thread pool's close: `true` once closed.
-type Driver = Box<dyn Fn(&Waker) -> bool + Send + Sync>;
+/// What drives a zero-thread pool's close: `true` once closed; `false` if
+/// another thread holds the seat, or at the given instant.
+type Driver = Box<dyn Fn(&Waker, Option<Instant>) -> bool + Send + Sync>;
 
 /// Whether the calling thread is polling a task of `pool` (innermost).
 fn polling_a_task_of<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> bool {
@@ -324,7 +354,11 @@ impl Future for Close {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.driver.is_some() && !self.shared.close.poll_finished(cx.waker()) {
+        if let Some(drive) = self
+            .driver
+            .as_ref()
+            .filter(|_| !self.shared.close.poll_finished(cx.waker()))
+        {
             if polling_a_task_at(self.pool) {
                 panic!(
                     "smartpool: OwnedPool::close() awaited inside one of the pool's own tasks, \
@@ -332,8 +366,7 @@ impl Future for Close {
                      OwnedPool there (it closes without waiting)"
                 );
             }
-            let drive = self.driver.as_ref().expect("checked");
-            return if drive(cx.waker()) {
+            return if drive(cx.waker(), self.stop_at) {
                 Poll::Ready(())
             } else {
                 Poll::Pending
@@ -405,6 +438,24 @@ impl Future for CloseTimeout {
     type Output = CloseReport;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CloseReport> {
+        if self.close.driver.is_some() {
+            // Zero threads: the close's poll drives the pool, sleeping in
+            // the pool's sleep protocol, until it closes or the deadline:
+            // the timer, armed first, rouses the driving seat (the pool's
+            // one guest seat, 0) as well as our waker.
+            let waker = Waker::from(Arc::new(RouseDriver {
+                shared: self.shared.clone(),
+                outer: cx.waker().clone(),
+            }));
+            let stop_at = match self.deadline.as_mut() {
+                Some((at, timer)) => {
+                    let _ = Pin::new(timer).poll(&mut Context::from_waker(&waker));
+                    Some(at.unwrap_or_else(far_future))
+                }
+                None => None,
+            };
+            self.close.stop_at = stop_at;
+        }
         loop {
             if Pin::new(&mut self.close).poll(cx).is_ready() {
                 return Poll::Ready(CloseReport {
@@ -424,10 +475,33 @@ impl Future for CloseTimeout {
                 return Poll::Pending;
             }
             self.deadline = None;
+            self.close.stop_at = None;
             self.shared.abandon();
             // Look again: the abandon may have finished the close.
         }
     }
+}
+
+/// The waker of a zero-thread pool's close timer: see `CloseTimeout::poll`.
+struct RouseDriver {
+    shared: Arc<Shared>,
+    outer: Waker,
+}
+
+impl std::task::Wake for RouseDriver {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.shared.sleep.rouse(0);
+        self.outer.wake_by_ref();
+    }
+}
+
+/// An instant no clock reaches (a deadline too far to represent).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
 impl fmt::Debug for CloseTimeout {

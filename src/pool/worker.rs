@@ -211,7 +211,7 @@ pub(super) const STACK_SIZE: usize = 4 << 20;
 /// runs a task on top of the waiting one, and siblings queued ahead of the
 /// awaited tasks nest as deep as the queue is long. The rest is left to the
 /// tasks it runs.
-const HELP_STACK_BUDGET: usize = 3 << 20;
+pub(super) const HELP_STACK_BUDGET: usize = 3 << 20;
 
 /// An address on the current stack, to measure how much of it is in use
 /// (stacks grow down on every platform Rust's std supports threads on but a
@@ -314,6 +314,10 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         }
         task.set_from(index);
         execute(pool, task);
+    }
+
+    fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
+        self.pool.block_in_place(local, f);
     }
 
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {

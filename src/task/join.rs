@@ -278,6 +278,11 @@ pub enum CancelReason {
     /// The deadline of [`OwnedPool::close_timeout`](crate::OwnedPool::close_timeout)
     /// passed before the task finished.
     CloseTimedOut = 7,
+    /// No thread could be started to run it: a
+    /// [`spawn_blocking`](crate::Pool::spawn_blocking) closure when the
+    /// system refused a new thread and none of the pool's blocking threads
+    /// was running.
+    SpawnFailed = 8,
 }
 
 impl CancelReason {
@@ -291,6 +296,7 @@ impl CancelReason {
             5 => CancelReason::DroppedByChannel,
             6 => CancelReason::Aborted,
             7 => CancelReason::CloseTimedOut,
+            8 => CancelReason::SpawnFailed,
             _ => return None,
         })
     }
@@ -308,6 +314,7 @@ impl CancelReason {
             CancelReason::DroppedByChannel => "its channel dropped it while the pool was open",
             CancelReason::Aborted => "aborted",
             CancelReason::CloseTimedOut => "the pool's close deadline passed before it finished",
+            CancelReason::SpawnFailed => "no thread could be started to run it",
         }
     }
 }

@@ -1,0 +1,151 @@
+//! Which worker threads are blocked, and the deadlock check.
+//!
+//! A worker thread is *blocked* while it runs a `block_in_place` closure
+//! with no stand-in serving its place, or waits in a `Pool::block_on` that
+//! cannot help (its stack is too deep in nested waits). It marks itself
+//! blocked before, and unblocked after (a guard, also on unwind).
+//!
+//! # The check
+//!
+//! The pool is *deadlocked* when every worker thread is blocked while a
+//! task is queued: no worker will take it, and if the blocked ones wait for
+//! it, nothing moves (rayon's deadlock handler watches for the same: every
+//! thread blocked). It is checked where the state is reached from either
+//! side: by the worker that blocks last, after marking itself (if a status
+//! bit is set), and by a pusher whose new task found no worker to wake
+//! (`Shared::pushed`), after its push (if every worker is blocked). Both
+//! read with SeqCst the count the other wrote with SeqCst, so whichever
+//! comes second sees the other's write: the state is reported.
+//!
+//! A report is made once per episode: the flag is set by the reporter and
+//! cleared when a worker unblocks. The check is a report, not a cure: the
+//! handler (the behavior's `deadlock`, by default an error in the log)
+//! decides what to do, and a wait that the outside world ends (another
+//! thread, a timer) ends the episode on its own.
+
+use std::fmt;
+
+use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+
+/// What a worker thread is doing, as a deadlock report tells it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerState {
+    /// Running tasks, searching for some, or asleep.
+    Working,
+    /// Inside [`block_in_place`](crate::block_in_place) with no stand-in
+    /// thread serving its place.
+    BlockedInPlace,
+    /// In a [`Pool::block_on`](crate::Pool::block_on) wait that cannot run
+    /// tasks (its stack is too deep in nested waits).
+    WaitingWithoutHelping,
+}
+
+impl WorkerState {
+    fn from_code(code: u8) -> WorkerState {
+        match code {
+            1 => WorkerState::BlockedInPlace,
+            2 => WorkerState::WaitingWithoutHelping,
+            _ => WorkerState::Working,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            WorkerState::Working => 0,
+            WorkerState::BlockedInPlace => 1,
+            WorkerState::WaitingWithoutHelping => 2,
+        }
+    }
+}
+
+/// What the pool looked like when every worker thread was blocked while
+/// tasks waited: given to [`PoolBehavior::deadlock`](crate::PoolBehavior::deadlock).
+#[derive(Debug, Clone)]
+pub struct DeadlockReport {
+    pub(crate) workers: Vec<WorkerState>,
+    pub(crate) queued: Vec<String>,
+}
+
+impl DeadlockReport {
+    /// Each worker thread's state, by index.
+    pub fn workers(&self) -> &[WorkerState] {
+        &self.workers
+    }
+
+    /// The channels (their keys, as `Debug` prints them) whose tasks wait.
+    pub fn queued_channels(&self) -> &[String] {
+        &self.queued
+    }
+}
+
+impl fmt::Display for DeadlockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "every worker thread is blocked while tasks wait in {}:",
+            self.queued.join(", ")
+        )?;
+        for (index, state) in self.workers.iter().enumerate() {
+            let state = match state {
+                WorkerState::Working => "working",
+                WorkerState::BlockedInPlace => "blocked in block_in_place with no stand-in",
+                WorkerState::WaitingWithoutHelping => "waiting in block_on, unable to help",
+            };
+            write!(f, " worker {index}: {state};")?;
+        }
+        Ok(())
+    }
+}
+
+/// The blocked worker threads of one pool.
+#[derive(Debug)]
+pub(crate) struct Blocked {
+    count: AtomicUsize,
+    states: Box<[AtomicU8]>,
+    reported: AtomicBool,
+}
+
+impl Blocked {
+    pub(crate) fn new(threads: usize) -> Blocked {
+        Blocked {
+            count: AtomicUsize::new(0),
+            states: (0..threads).map(|_| AtomicU8::new(0)).collect(),
+            reported: AtomicBool::new(false),
+        }
+    }
+
+    /// Worker `index` blocks as `state`; `true` if every worker thread is
+    /// blocked now (the caller checks for queued tasks).
+    pub(crate) fn block(&self, index: usize, state: WorkerState) -> bool {
+        self.states[index].store(state.code(), Ordering::SeqCst);
+        self.count.fetch_add(1, Ordering::SeqCst) + 1 == self.states.len()
+    }
+
+    /// Worker `index` is working again; a later deadlock is a new episode.
+    pub(crate) fn unblock(&self, index: usize) {
+        self.states[index].store(0, Ordering::SeqCst);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        self.reported.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether every worker thread is blocked (a pool of none never is).
+    #[inline]
+    pub(crate) fn all(&self) -> bool {
+        let n = self.count.load(Ordering::SeqCst);
+        n != 0 && n == self.states.len()
+    }
+
+    /// Claims the report of this episode: `Some(states)` once.
+    pub(crate) fn claim_report(&self) -> Option<Vec<WorkerState>> {
+        if self.reported.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        Some(
+            self.states
+                .iter()
+                .map(|s| WorkerState::from_code(s.load(Ordering::SeqCst)))
+                .collect(),
+        )
+    }
+}
