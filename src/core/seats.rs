@@ -172,3 +172,6 @@ impl fmt::Debug for Seats {
         f.debug_struct("Seats").field("free", &self.free()).finish()
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;
