@@ -187,7 +187,8 @@ fn w13_pool(owned: &OwnedPool<Flat>, n: usize) -> f64 {
 
 /// W13's floor: the same chain as boxed closures on a `VecDeque`.
 fn w13_loop(n: usize) -> f64 {
-    struct Job(Box<dyn FnOnce(&mut VecDeque<Job>)>);
+    type Queue = VecDeque<Job>;
+    struct Job(Box<dyn FnOnce(&mut Queue)>);
     fn hop(left: usize) -> Job {
         Job(Box::new(move |queue: &mut VecDeque<Job>| {
             if left > 0 {
