@@ -24,6 +24,7 @@
 //! Full run: `cargo bench -p smartpool-bench --bench blocking`
 //! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench blocking`
 //! Threads:  `SMARTPOOL_BENCH_THREADS=4` (default 2)
+//! Some rows: `SMARTPOOL_BENCH_ROWS=W11,W13` (default all)
 
 use std::collections::VecDeque;
 use std::hint::black_box;
@@ -241,48 +242,56 @@ fn main() {
     } else {
         (15, 4_000, 100_000, 200_000)
     };
+    let rows = std::env::var("SMARTPOOL_BENCH_ROWS").unwrap_or_default();
+    let row = |name: &str| rows.is_empty() || rows.split(',').any(|r| r == name);
     println!("blocking rows: {threads} workers, {reps} reps, medians (variants interleaved)");
     println!();
 
     let owned = pool(threads);
-    let [none, in_place] = interleaved(
-        reps,
-        [&mut || w11(&owned, stream, Section::None), &mut || {
-            w11(&owned, stream, Section::InPlace)
-        }],
-    );
-    println!("W11 stream of 20 µs tasks, tasks/s, while every worker blocks 1 ms at a time");
-    println!("  no blocking task            {none:>10.0}");
-    println!(
-        "  block_in_place              {in_place:>10.0}   {:.2} × no blocking (target ≥ 0.8)",
-        in_place / none
-    );
-    println!();
+    if row("W11") {
+        let [none, in_place] = interleaved(
+            reps,
+            [&mut || w11(&owned, stream, Section::None), &mut || {
+                w11(&owned, stream, Section::InPlace)
+            }],
+        );
+        println!("W11 stream of 20 µs tasks, tasks/s, while every worker blocks 1 ms at a time");
+        println!("  no blocking task            {none:>10.0}");
+        println!(
+            "  block_in_place              {in_place:>10.0}   {:.2} × no blocking (target ≥ 0.8)",
+            in_place / none
+        );
+        println!();
+    }
 
-    let [outside, helping] = interleaved(
-        reps,
-        [&mut || w12(&owned, spawns, false), &mut || {
-            w12(&owned, spawns, true)
-        }],
-    );
-    println!("W12 spawn {spawns} empty tasks from the main thread and wait, ns/task");
-    println!("  wait in futures' block_on   {outside:>10.1}");
-    println!(
-        "  wait in pool.block_on       {helping:>10.1}   {:.2} × (target ≤ 1.0)",
-        helping / outside
-    );
-    println!();
+    if row("W12") {
+        let [outside, helping] = interleaved(
+            reps,
+            [&mut || w12(&owned, spawns, false), &mut || {
+                w12(&owned, spawns, true)
+            }],
+        );
+        println!("W12 spawn {spawns} empty tasks from the main thread and wait, ns/task");
+        println!("  wait in futures' block_on   {outside:>10.1}");
+        println!(
+            "  wait in pool.block_on       {helping:>10.1}   {:.2} × (target ≤ 1.0)",
+            helping / outside
+        );
+        println!();
+    }
     drop(owned);
 
-    let zero = pool(0);
-    let [driven, floor] = interleaved(
-        reps,
-        [&mut || w13_pool(&zero, chain), &mut || w13_loop(chain)],
-    );
-    println!("W13 chain of {chain} tasks, each submitting the next, on one thread, ns/hop");
-    println!("  boxed closures on a VecDeque {floor:>9.1}");
-    println!(
-        "  zero-thread pool, run_until_stalled {driven:>2.1}   {:.2} × the loop (target ≤ 1.2)",
-        driven / floor
-    );
+    if row("W13") {
+        let zero = pool(0);
+        let [driven, floor] = interleaved(
+            reps,
+            [&mut || w13_pool(&zero, chain), &mut || w13_loop(chain)],
+        );
+        println!("W13 chain of {chain} tasks, each submitting the next, on one thread, ns/hop");
+        println!("  boxed closures on a VecDeque {floor:>9.1}");
+        println!(
+            "  zero-thread pool, run_until_stalled {driven:>2.1}   {:.2} × the loop (target ≤ 1.2)",
+            driven / floor
+        );
+    }
 }
