@@ -19,7 +19,8 @@
 //!   submitting the next, on a zero-thread pool driven by
 //!   `run_until_stalled`, against a plain loop of boxed closures, each
 //!   pushing the next onto a `VecDeque`, on one thread. Target: ≤ 1.2 ×
-//!   the loop.
+//!   the loop. tokio's current-thread runtime runs the same chain for
+//!   reference.
 //!
 //! Full run: `cargo bench -p smartpool-bench --bench blocking`
 //! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench blocking`
@@ -186,6 +187,25 @@ fn w13_pool(owned: &OwnedPool<Flat>, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64
 }
 
+/// W13 on a peer: the same chain on tokio's current-thread runtime, driven
+/// by its `block_on` (each hop `tokio::spawn`s the next).
+fn w13_tokio(rt: &tokio::runtime::Runtime, n: usize) -> f64 {
+    fn hop(left: usize, done: futures::channel::oneshot::Sender<()>) {
+        if left > 0 {
+            drop(tokio::spawn(async move { hop(left - 1, done) }));
+        } else {
+            let _ = done.send(());
+        }
+    }
+    let start = Instant::now();
+    rt.block_on(async {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        hop(n, tx);
+        rx.await.unwrap();
+    });
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
 /// W13's floor: the same chain as boxed closures on a `VecDeque`.
 fn w13_loop(n: usize) -> f64 {
     type Queue = VecDeque<Job>;
@@ -283,15 +303,27 @@ fn main() {
 
     if row("W13") {
         let zero = pool(0);
-        let [driven, floor] = interleaved(
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("tokio runtime");
+        let [driven, floor, tokio] = interleaved(
             reps,
-            [&mut || w13_pool(&zero, chain), &mut || w13_loop(chain)],
+            [
+                &mut || w13_pool(&zero, chain),
+                &mut || w13_loop(chain),
+                &mut || w13_tokio(&rt, chain),
+            ],
         );
         println!("W13 chain of {chain} tasks, each submitting the next, on one thread, ns/hop");
         println!("  boxed closures on a VecDeque {floor:>9.1}");
         println!(
             "  zero-thread pool, run_until_stalled {driven:>2.1}   {:.2} × the loop (target ≤ 1.2)",
             driven / floor
+        );
+        println!(
+            "  tokio current_thread, block_on {tokio:>7.1}   {:.2} × the loop (zero-thread pool: {:.2} × tokio)",
+            tokio / floor,
+            driven / tokio
         );
     }
 }

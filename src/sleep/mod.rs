@@ -332,6 +332,11 @@ impl Sleep {
     /// if no other worker is awake and idle to see the task. `filler_idle`:
     /// the filler itself is counted awake and idle.
     pub(crate) fn slot_filled(&self, filler_idle: bool) {
+        if self.slots.len() == 1 {
+            // One seat (a zero-thread pool): the filler is the only worker
+            // there is, and nobody else could take the task.
+            return;
+        }
         // The fill fence: pairs with the sleep fence and `work_found`'s.
         fence(Ordering::SeqCst);
         let counters = self.counters.load();
