@@ -74,6 +74,18 @@
 //!   carrying the panic, and the worker goes on.
 //! * A task submitted after close is not run: [`Exec::try_exec`] gives it
 //!   back, [`Exec::exec`]'s handle resolves to a cancellation.
+//! * Every worker blocked while tasks wait: [`PoolBehavior::deadlock`] is
+//!   called with a [`DeadlockReport`].
+//!
+//! ## Blocking, and pools driven by their caller
+//!
+//! [`Pool::spawn_blocking`] runs blocking closures on a bounded set of
+//! blocking threads; [`block_in_place`] lets a task block in the middle of
+//! its work while a stand-in thread serves its worker's place;
+//! [`Pool::block_on`] waits for a future on the calling thread, running
+//! the pool's tasks meanwhile (inside a task it helps instead of
+//! blocking). A pool with `threads: 0` starts no thread: it runs only while
+//! driven ([`Pool::block_on`], [`Pool::run_until_stalled`], its close).
 //!
 //! ## Inside
 //!
@@ -82,7 +94,9 @@
 //! counter protocol), `task` (responsibility transfer), `core::close` (the
 //! close accounting), `context` and `core::context` (the crate's one thread-local,
 //! and the worker context on it), `lifo` (the stealable slot), `scope::claim` (work-first
-//! waits). Modules import downward only: `context`, `sync`, `status`,
+//! waits), `core::seats` (guest seats for driving threads and stand-ins),
+//! `pool::blocking` (the hand-over of `block_in_place`), `blocking` (the
+//! blocking threads), `core::blocked` (the deadlock check). Modules import downward only: `context`, `sync`, `status`,
 //! `task`, `lifo`, `sleep`, then `core`, the queues (`steal`), `channel`,
 //! `behavior` and `schedule`, `pool`, and the extras (`scope`, `time`).
 

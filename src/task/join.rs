@@ -83,7 +83,10 @@ enum Handle<T> {
 /// it panicked or was cancelled (aborted, the pool closed before it could
 /// finish, or its behavior's followup dropped it). Dropping the handle
 /// detaches the task: it still runs, and its output is dropped (as with
-/// tokio's `JoinHandle`; [`JoinHandle::abort`] stops it).
+/// tokio's `JoinHandle`; [`JoinHandle::abort`] stops it). A detached
+/// future that is parked when the last [`Waker`](std::task::Waker) to it
+/// is dropped can never run again: it is dropped then and there (tokio
+/// keeps it until the runtime shuts down), so its `Drop` runs at once.
 #[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
 pub struct JoinHandle<T> {
     handle: Handle<T>,
