@@ -233,7 +233,10 @@ fn close_timeout_drives_until_the_deadline() {
     let never = owned.pool.high.exec(futures::future::pending::<()>());
     let ran = Arc::new(AtomicUsize::new(0));
     let r = ran.clone();
-    let done = owned.pool.high.exec(run(move || r.fetch_add(1, Ordering::SeqCst)));
+    let done = owned
+        .pool
+        .high
+        .exec(run(move || r.fetch_add(1, Ordering::SeqCst)));
     // The queued task runs now; the other parks. (Had the close run it,
     // whether it came before the deadline would be a matter of timing.)
     assert_eq!(owned.run_until_stalled(), 2);
