@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use crate::behavior::ScheduleAlgorithm;
-use crate::status::{Bit, Status};
+use crate::status::{Bit, BitSet, Status};
 
 /// One level: its channels (indices) and their status bits.
 #[derive(Debug)]
@@ -84,6 +84,47 @@ impl Levels {
         match self.policy {
             Policy::HighestFirst => self.level_of[channel] + 1 == self.levels.len(),
             Policy::RoundRobin(_) => self.levels.len() == 1,
+        }
+    }
+
+    /// For each channel, the status bits that mean "yield" to a task of
+    /// it (see `should_yield`), as (word, mask) pairs: under HighestFirst,
+    /// those of the levels above its own; under RoundRobin, those of every
+    /// other level.
+    pub(crate) fn yield_masks(&self) -> Box<[BitSet]> {
+        (0..self.level_of.len())
+            .map(|channel| {
+                let own = self.level_of[channel];
+                let mut words: Vec<(usize, u64)> = Vec::new();
+                let others = self
+                    .levels
+                    .iter()
+                    .enumerate()
+                    .filter(|&(l, _)| match self.policy {
+                        Policy::HighestFirst => l < own,
+                        Policy::RoundRobin(_) => l != own,
+                    });
+                for (_, level) in others {
+                    for bit in level.bits.iter() {
+                        let (word, mask) = bit.parts();
+                        match words.iter_mut().find(|(w, _)| *w == word) {
+                            Some((_, m)) => *m |= mask,
+                            None => words.push((word, mask)),
+                        }
+                    }
+                }
+                words.into_boxed_slice()
+            })
+            .collect()
+    }
+
+    /// Under RoundRobin, when the slice of the level `cursor` serves ends;
+    /// `None` under HighestFirst.
+    #[inline]
+    pub(crate) fn slice_end(&self, cursor: &Cursor) -> Option<Instant> {
+        match &self.policy {
+            Policy::HighestFirst => None,
+            Policy::RoundRobin(slices) => Some(cursor.since + slices[cursor.level]),
         }
     }
 

@@ -45,6 +45,11 @@ pub(crate) struct Bit {
 }
 
 impl Bit {
+    /// The word and the mask within it.
+    pub(crate) fn parts(self) -> (usize, u64) {
+        (self.word, self.mask)
+    }
+
     pub(crate) fn new(index: usize) -> Bit {
         Bit {
             word: index / 64,
@@ -52,6 +57,9 @@ impl Bit {
         }
     }
 }
+
+/// Some bits of the bitfield: (word, mask) pairs, one per word touched.
+pub(crate) type BitSet = Box<[(usize, u64)]>;
 
 /// The bitfield. Any number of channels; words are added 64 bits at a time.
 #[derive(Debug)]
@@ -96,6 +104,13 @@ impl Status {
     /// Whether `bit` is set now. A hint for searching; see the invariant.
     pub(crate) fn is_set(&self, bit: Bit) -> bool {
         self.words[bit.word].load(Ordering::Acquire) & bit.mask != 0
+    }
+
+    /// Whether any bit of `mask` in word `word` is set now (a hint, as
+    /// [`Status::is_set`]).
+    #[inline]
+    pub(crate) fn any_in(&self, word: usize, mask: u64) -> bool {
+        self.words[word].load(Ordering::Relaxed) & mask != 0
     }
 
     /// Whether any of `bits` is set now.

@@ -58,6 +58,13 @@ pub(crate) struct WorkerLocal {
     pub(crate) stack_budget: Cell<usize>,
     /// Whether this is a guest seat (see `seats`), not a worker thread's.
     pub(crate) guest: bool,
+    /// The pool's shared state while a thread is this worker (for
+    /// `should_yield`; taken out as it leaves, so that a free guest seat
+    /// does not hold its own pool).
+    shared: Option<std::sync::Arc<Shared>>,
+    /// Under RoundRobin: when the slice of the level this worker serves
+    /// ends (set by the schedule's search).
+    pub(crate) slice_end: Cell<Option<Instant>>,
     /// What the pool does for this worker (see [`PoolHooks`]).
     hooks: Box<dyn PoolHooks + Send>,
 }
@@ -88,6 +95,8 @@ impl WorkerLocal {
                 stack_base: Cell::new(0),
                 stack_budget: Cell::new(0),
                 guest,
+                shared: None,
+                slice_end: Cell::new(None),
                 hooks: Box::new(NoHooks),
             },
             stealers,
@@ -240,9 +249,11 @@ impl WorkerLocal {
     pub(crate) fn enter(
         mut self,
         pool: *const (),
+        shared: std::sync::Arc<Shared>,
         hooks: Box<dyn PoolHooks + Send>,
     ) -> (Rc<WorkerLocal>, Entered) {
         self.hooks = hooks;
+        self.shared = Some(shared);
         let worker = Rc::new(self);
         let guard = crate::context::enter(pool, worker.clone());
         (worker, guard)
@@ -258,6 +269,7 @@ impl WorkerLocal {
             unreachable!("a worker is shared only for calls on its thread, which returned")
         };
         local.hooks = Box::new(NoHooks);
+        local.shared = None;
         local.idle.set(false);
         local
     }
@@ -281,6 +293,37 @@ impl WorkerLocal {
     pub(crate) fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<LocalTask>) {
         self.hooks.run_now(self, channel, take)
     }
+}
+
+impl WorkerLocal {
+    /// Whether a task of channel `channel` running on this worker should
+    /// yield now (see `crate::should_yield`): a task of the channels its
+    /// level gives way to waits (a status bit; a hint), and, under
+    /// HighestFirst, no worker is idle or asleep to take it (one more
+    /// load); under RoundRobin, the slice is over (a clock read, only when
+    /// another level has work).
+    #[inline]
+    pub(crate) fn should_yield(&self, channel: usize) -> bool {
+        let Some(shared) = self.shared.as_deref() else {
+            return false;
+        };
+        let waiting = shared.yield_masks[channel]
+            .iter()
+            .any(|&(word, mask)| shared.status.any_in(word, mask));
+        if !waiting {
+            return false;
+        }
+        match self.slice_end.get() {
+            None => shared.sleep.all_busy(),
+            Some(end) => Instant::now() >= end,
+        }
+    }
+}
+
+/// Calls `f` with the calling thread's worker, if it is one.
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerLocal) -> R) -> Option<R> {
+    crate::context::with_worker(f)
 }
 
 /// The calling thread's worker, if it is one.

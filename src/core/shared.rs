@@ -10,7 +10,7 @@ use super::close::CloseState;
 use super::{Parked, Seats};
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
-use crate::status::{Bit, Status};
+use crate::status::{Bit, BitSet, Status};
 use crate::task::RunningTask;
 
 /// What the pool knows of each channel.
@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     pub(crate) parked: Parked,
     /// The free guest seats.
     pub(crate) seats: Seats,
+    /// Per channel: the status bits that ask its running tasks to yield
+    /// (see `crate::should_yield`), as (word, mask) pairs.
+    pub(crate) yield_masks: Box<[BitSet]>,
     /// Which worker threads are blocked (see `blocked`).
     pub(crate) blocked: Blocked,
     /// The behavior's deadlock handler (set once the pool exists; it

@@ -274,7 +274,11 @@ impl<'a, B: PoolBehavior> Guest<'a, B> {
         local.stack_base.set(worker::stack_address());
         local.stack_budget.set(budget);
         let address = Arc::as_ptr(pool).cast::<()>();
-        let (worker, entered) = local.enter(address, Box::new(Hooks::new(pool.clone())));
+        let (worker, entered) = local.enter(
+            address,
+            pool.shared.clone(),
+            Box::new(Hooks::new(pool.clone())),
+        );
         Guest {
             pool,
             seat: Some((worker, entered)),

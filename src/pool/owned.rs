@@ -98,6 +98,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             watch: Watch::new(seats),
             parked: Parked::new(),
             seats: Seats::new(guests),
+            yield_masks: levels.yield_masks(),
             blocked: Blocked::new(threads),
             on_deadlock: std::sync::OnceLock::new(),
         });

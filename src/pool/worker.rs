@@ -26,7 +26,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
     local.stack_base.set(stack_address());
     local.stack_budget.set(HELP_STACK_BUDGET);
     let address = Arc::as_ptr(&pool).cast::<()>();
-    let (local, entered) = local.enter(address, Box::new(hooks));
+    let (local, entered) = local.enter(address, pool.shared.clone(), Box::new(hooks));
     let pool = &pool;
     // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
     // are caught where they are called; what is left to unwind out of
@@ -382,8 +382,17 @@ pub(super) fn find<B: PoolBehavior>(
         }
         local.lifo.end_streak();
     }
-    pool.levels
-        .find(status, cursor, |channel| pool.take(worker, channel))
+    let found = pool
+        .levels
+        .find(status, cursor, |channel| pool.take(worker, channel));
+    if let Some(end) = pool.levels.slice_end(cursor) {
+        // Under RoundRobin: the slice the found task runs in (for
+        // `should_yield`).
+        if let Some(local) = worker.local() {
+            local.slice_end.set(Some(end));
+        }
+    }
+    found
 }
 
 /// Runs a task taken from a channel (recorded in it as `from`).

@@ -383,6 +383,13 @@ impl Sleep {
         }
     }
 
+    /// Whether no worker is idle or asleep: a new task has nobody to take
+    /// it but a busy worker (one load; a hint).
+    #[inline]
+    pub(crate) fn all_busy(&self) -> bool {
+        self.counters.load().inactive() == 0
+    }
+
     /// Wakes up to `n` sleeping workers; returns how many it woke.
     fn wake_any(&self, n: usize) -> usize {
         let mut woken = 0;
