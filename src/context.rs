@@ -38,6 +38,10 @@ struct Context {
     pool: Cell<*const ()>,
     /// The worker, for `core::context`.
     worker: RefCell<Option<Rc<dyn Any>>>,
+    /// The worker's address as `core::context` gave it (the value inside
+    /// `worker`'s `Rc`), or null: for a read that needs no borrow or
+    /// downcast (`should_yield`).
+    worker_address: Cell<*const ()>,
     /// On any thread: while a cancelled task's future is being dropped,
     /// why (a `CancelReason`'s code, 0 for none), for a future that reports
     /// its own end (a scoped task; see `task::cancelling`).
@@ -67,6 +71,7 @@ thread_local! {
         Context {
             pool: Cell::new(std::ptr::null()),
             worker: RefCell::new(None),
+            worker_address: Cell::new(std::ptr::null()),
             cancelling: Cell::new(0),
             #[cfg(not(loom))]
             polling: Polling::new(),
@@ -166,8 +171,15 @@ pub(crate) fn wake_polling(task: *const ()) -> bool {
 /// that drives a second pool while it is a worker of a first (a guest
 /// seat, see `core::seats`) is the second's worker until the guard drops,
 /// which makes it the first's again.
-pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>) -> Entered {
-    let outer = CONTEXT.with(|c| (c.pool.replace(pool), c.worker.replace(Some(worker))));
+/// `address` is where the value inside `worker`'s `Rc` lives.
+pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>, address: *const ()) -> Entered {
+    let outer = CONTEXT.with(|c| {
+        (
+            c.pool.replace(pool),
+            c.worker.replace(Some(worker)),
+            c.worker_address.replace(address),
+        )
+    });
     Entered { outer: Some(outer) }
 }
 
@@ -175,16 +187,20 @@ pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>) -> Entered {
 /// restores what the thread was before.
 #[must_use]
 pub(crate) struct Entered {
-    outer: Option<(*const (), Option<Rc<dyn Any>>)>,
+    outer: Option<(*const (), Option<Rc<dyn Any>>, *const ())>,
 }
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let (pool, worker) = self.outer.take().unwrap_or((std::ptr::null(), None));
+        let (pool, worker, address) =
+            self.outer
+                .take()
+                .unwrap_or((std::ptr::null(), None, std::ptr::null()));
         // The worker we replace drops after the borrow: its drop may run
         // user code (never, today: a worker's hooks hold a pool reference).
         let _left = CONTEXT.try_with(|c| {
             c.pool.set(pool);
+            c.worker_address.set(address);
             c.worker.replace(worker)
         });
     }
@@ -195,7 +211,13 @@ impl Drop for Entered {
 /// closure must not push onto the queues it handed over).
 pub(crate) fn leave_for_now() -> Entered {
     let outer = CONTEXT
-        .try_with(|c| (c.pool.replace(std::ptr::null()), c.worker.replace(None)))
+        .try_with(|c| {
+            (
+                c.pool.replace(std::ptr::null()),
+                c.worker.replace(None),
+                c.worker_address.replace(std::ptr::null()),
+            )
+        })
         .ok();
     Entered { outer }
 }
@@ -213,6 +235,17 @@ pub(crate) fn pool() -> *const () {
     CONTEXT
         .try_with(|c| c.pool.get())
         .unwrap_or(std::ptr::null())
+}
+
+/// The pool address and the worker's address (as given to [`enter`]) of
+/// this thread, or nulls: one read of the thread-local. The worker is alive
+/// while its address is set (the context holds its `Rc`), and only this
+/// thread can reach it.
+#[inline]
+pub(crate) fn pool_and_worker_address() -> (*const (), *const ()) {
+    CONTEXT
+        .try_with(|c| (c.pool.get(), c.worker_address.get()))
+        .unwrap_or((std::ptr::null(), std::ptr::null()))
 }
 
 /// Calls `f` with the calling thread's worker, if it is one of type `W`.

@@ -65,20 +65,10 @@ use std::task::{Context, Poll};
 /// assert_eq!(owned.pool.block_on(total).unwrap(), (1u64 << 20) * ((1 << 20) - 1) / 2);
 /// ```
 pub fn should_yield() -> bool {
-    let pool = crate::context::pool();
-    if pool.is_null() {
-        return false;
-    }
-    let channel = crate::task::with_polling_task(|scheduler, from| {
-        std::ptr::addr_eq(scheduler.as_ptr(), pool).then_some(from)
+    crate::task::with_polling_task(|scheduler, from| {
+        crate::core::context::should_yield(scheduler.as_ptr().cast::<()>(), from)
     })
-    .flatten();
-    match channel {
-        Some(channel) => {
-            crate::core::context::with_current(|local| local.should_yield(channel)).unwrap_or(false)
-        }
-        None => false,
-    }
+    .unwrap_or(false)
 }
 
 /// Yields once if [`should_yield`] says so, else completes at once

@@ -1,13 +1,28 @@
-//! The priority issue's rows. So far: what `should_yield` costs a task
-//! that calls it in a loop (nothing waits, so it answers `false`), on a
-//! worker of a HighestFirst pool with two levels, against the same loop
-//! without the call; medians of interleaved reps.
+//! The priority issue's rows, on a HighestFirst pool of two levels and two
+//! workers:
+//!
+//! * **the cost of `should_yield`**: a task calls it in a loop (nothing
+//!   waits, so it answers `false`), against the same loop without the
+//!   call; medians of interleaved reps. Target: a couple of ns.
+//! * **W10, urgent wait under cooperative long tasks**: a backlog of 1 ms
+//!   background tasks keeps every worker busy; each is a loop of 1 µs
+//!   steps that awaits `yield_if_needed()` after every step (or, in the
+//!   baseline, never checks). One urgent task a millisecond arrives on the
+//!   top level from outside; its wait (submit to start) goes into a
+//!   histogram. The background's drain time, with and without checks,
+//!   gives its throughput ratio. Variants alternate rep by rep. Targets:
+//!   urgent p50 ≤ 3 µs, p99 ≤ 10 µs; background throughput with checks ≥
+//!   0.97 × without.
 //!
 //! Full run: `cargo bench -p smartpool-bench --bench priority`
 //! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench priority`
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
 
 use smartpool::prelude::*;
 
@@ -67,6 +82,54 @@ fn looped(pool: &std::sync::Arc<Pool<Two>>, n: u64, check: bool) -> f64 {
     futures::executor::block_on(h).unwrap()
 }
 
+/// Spins for about `d`.
+fn spin(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// W10, one rep: (urgent waits, background drain time).
+fn w10(pool: &Arc<Pool<Two>>, tasks: usize, check: bool) -> (Histogram<u64>, Duration) {
+    let left = Arc::new(AtomicUsize::new(tasks));
+    let start = Instant::now();
+    for _ in 0..tasks {
+        let left = left.clone();
+        drop(pool.low.exec(async move {
+            for _ in 0..1000 {
+                spin(Duration::from_micros(1));
+                if check {
+                    smartpool::yield_if_needed().await;
+                }
+            }
+            left.fetch_sub(1, Ordering::AcqRel);
+        }));
+    }
+    let waits = Arc::new(Mutex::new(
+        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
+    ));
+    let mut urgent = Vec::new();
+    while left.load(Ordering::Acquire) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+        let (waits, submitted) = (waits.clone(), Instant::now());
+        urgent.push(pool.high.exec(smartpool::run(move || {
+            let waited = submitted.elapsed().as_nanos() as u64;
+            waits
+                .lock()
+                .unwrap()
+                .record(waited.max(1))
+                .expect("in bounds");
+        })));
+    }
+    let drained = start.elapsed();
+    for h in urgent {
+        futures::executor::block_on(h).unwrap();
+    }
+    let waits = waits.lock().unwrap().clone();
+    (waits, drained)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -104,5 +167,47 @@ fn main() {
     println!(
         "  the call costs          {:>6.2} ns (target: a couple of ns)",
         with - without
+    );
+    println!();
+
+    let (reps, tasks) = if quick { (2, 40) } else { (4, 2_000) };
+    let empty = || Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds");
+    let (mut waits_with, mut waits_without) = (empty(), empty());
+    let (mut drain_with, mut drain_without) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        for k in 0..2 {
+            let check = (rep + k) % 2 == 0;
+            let (waits, drained) = w10(&owned.pool, tasks, check);
+            if check {
+                waits_with.add(&waits).expect("same bounds");
+                drain_with.push(drained.as_secs_f64());
+            } else {
+                waits_without.add(&waits).expect("same bounds");
+                drain_without.push(drained.as_secs_f64());
+            }
+        }
+    }
+    let us = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1e3;
+    let (dw, dn) = (median(drain_with), median(drain_without));
+    println!(
+        "W10 urgent wait under {tasks} background tasks of 1 ms in 1 µs steps, {reps} reps each"
+    );
+    println!(
+        "  yield_if_needed every step   p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {dw:.3} s",
+        us(&waits_with, 0.5),
+        us(&waits_with, 0.99),
+        waits_with.max() as f64 / 1e3,
+        waits_with.len()
+    );
+    println!(
+        "  no checks (today)            p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {dn:.3} s",
+        us(&waits_without, 0.5),
+        us(&waits_without, 0.99),
+        waits_without.max() as f64 / 1e3,
+        waits_without.len()
+    );
+    println!(
+        "  background throughput with checks: {:.3} × without (target ≥ 0.97); urgent targets p50 ≤ 3 µs, p99 ≤ 10 µs",
+        dn / dw
     );
 }

@@ -255,7 +255,8 @@ impl WorkerLocal {
         self.hooks = hooks;
         self.shared = Some(shared);
         let worker = Rc::new(self);
-        let guard = crate::context::enter(pool, worker.clone());
+        let address = Rc::as_ptr(&worker).cast::<()>();
+        let guard = crate::context::enter(pool, worker.clone(), address);
         (worker, guard)
     }
 
@@ -320,10 +321,27 @@ impl WorkerLocal {
     }
 }
 
-/// Calls `f` with the calling thread's worker, if it is one.
+/// Whether the task of channel `channel` of the pool at `pool`, which the
+/// calling thread is polling, should yield (see `WorkerLocal::should_yield`):
+/// `false` unless the calling thread is a worker of that pool. No borrow of
+/// the context and no downcast: this is `should_yield`'s whole cost.
 #[inline]
-pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerLocal) -> R) -> Option<R> {
-    crate::context::with_worker(f)
+pub(crate) fn should_yield(pool: *const (), channel: usize) -> bool {
+    let (current, address) = crate::context::pool_and_worker_address();
+    if address.is_null() || !std::ptr::addr_eq(current, pool) {
+        return false;
+    }
+    // SAFETY: a non-null worker address is the address of the `WorkerLocal`
+    // inside the `Rc` that the context holds (only `WorkerLocal::enter`
+    // enters a context, and it passes `Rc::as_ptr` of that `Rc`); the
+    // context keeps the `Rc` until its `Entered` guard drops, which resets
+    // the address first (or to the outer worker's, held by the outer
+    // entry the same way). Only this thread reaches its context, and the
+    // reference does not outlive this call, which runs no user code and
+    // cannot leave the context: the worker is alive, and shared access is
+    // what every holder of its `Rc` has.
+    let local = unsafe { &*address.cast::<WorkerLocal>() };
+    local.should_yield(channel)
 }
 
 /// The calling thread's worker, if it is one.
