@@ -187,8 +187,11 @@ pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>, address: *const ()) ->
 /// restores what the thread was before.
 #[must_use]
 pub(crate) struct Entered {
-    outer: Option<(*const (), Option<Rc<dyn Any>>, *const ())>,
+    outer: Option<Saved>,
 }
+
+/// What an entry replaced: the pool address, the worker, its address.
+type Saved = (*const (), Option<Rc<dyn Any>>, *const ());
 
 impl Drop for Entered {
     fn drop(&mut self) {
