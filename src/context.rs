@@ -171,12 +171,18 @@ pub(crate) fn wake_polling(task: *const ()) -> bool {
 /// that drives a second pool while it is a worker of a first (a guest
 /// seat, see `core::seats`) is the second's worker until the guard drops,
 /// which makes it the first's again.
-/// `address` is where the value inside `worker`'s `Rc` lives.
-pub(crate) fn enter(pool: *const (), worker: Rc<dyn Any>, address: *const ()) -> Entered {
+/// The context also keeps the address of the `W` inside `worker` (see
+/// [`pool_and_worker_address`]): `W` is what a reader of that address
+/// may take it for (`core::context` enters `WorkerLocal`s only).
+pub(crate) fn enter<W: Any>(pool: *const (), worker: Rc<W>) -> Entered {
+    let address = Rc::as_ptr(&worker).cast::<()>();
     let outer = CONTEXT.with(|c| {
+        // The worker first: should the replace panic, the address still
+        // names the worker the context holds.
+        let worker = c.worker.replace(Some(worker as Rc<dyn Any>));
         (
             c.pool.replace(pool),
-            c.worker.replace(Some(worker)),
+            worker,
             c.worker_address.replace(address),
         )
     });
@@ -201,10 +207,12 @@ impl Drop for Entered {
                 .unwrap_or((std::ptr::null(), None, std::ptr::null()));
         // The worker we replace drops after the borrow: its drop may run
         // user code (never, today: a worker's hooks hold a pool reference).
+        // The worker first, then the addresses (see `enter`).
         let _left = CONTEXT.try_with(|c| {
+            let left = c.worker.replace(worker);
             c.pool.set(pool);
             c.worker_address.set(address);
-            c.worker.replace(worker)
+            left
         });
     }
 }
@@ -215,9 +223,10 @@ impl Drop for Entered {
 pub(crate) fn leave_for_now() -> Entered {
     let outer = CONTEXT
         .try_with(|c| {
+            let worker = c.worker.replace(None);
             (
                 c.pool.replace(std::ptr::null()),
-                c.worker.replace(None),
+                worker,
                 c.worker_address.replace(std::ptr::null()),
             )
         })
@@ -240,10 +249,10 @@ pub(crate) fn pool() -> *const () {
         .unwrap_or(std::ptr::null())
 }
 
-/// The pool address and the worker's address (as given to [`enter`]) of
-/// this thread, or nulls: one read of the thread-local. The worker is alive
-/// while its address is set (the context holds its `Rc`), and only this
-/// thread can reach it.
+/// The pool address and the worker's address (of the `W` given to
+/// [`enter`]) of this thread, or nulls: one read of the thread-local. The
+/// worker is alive while its address is set (the context holds its `Rc`),
+/// and only this thread can reach it.
 #[inline]
 pub(crate) fn pool_and_worker_address() -> (*const (), *const ()) {
     CONTEXT

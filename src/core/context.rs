@@ -63,7 +63,8 @@ pub(crate) struct WorkerLocal {
     /// does not hold its own pool).
     shared: Option<std::sync::Arc<Shared>>,
     /// Under RoundRobin: when the slice of the level this worker serves
-    /// ends (set by the schedule's search).
+    /// ends (set by the schedule's search; a nested search, in a wait that
+    /// helps, restores the outer one's as it returns).
     pub(crate) slice_end: Cell<Option<Instant>>,
     /// What the pool does for this worker (see [`PoolHooks`]).
     hooks: Box<dyn PoolHooks + Send>,
@@ -255,8 +256,7 @@ impl WorkerLocal {
         self.hooks = hooks;
         self.shared = Some(shared);
         let worker = Rc::new(self);
-        let address = Rc::as_ptr(&worker).cast::<()>();
-        let guard = crate::context::enter(pool, worker.clone(), address);
+        let guard = crate::context::enter(pool, worker.clone());
         (worker, guard)
     }
 
@@ -271,6 +271,7 @@ impl WorkerLocal {
         };
         local.hooks = Box::new(NoHooks);
         local.shared = None;
+        local.slice_end.set(None);
         local.idle.set(false);
         local
     }
@@ -314,10 +315,13 @@ impl WorkerLocal {
         if !waiting {
             return false;
         }
-        match self.slice_end.get() {
-            None => shared.sleep.all_busy(),
-            Some(end) => Instant::now() >= end,
+        if !shared.round_robin {
+            return shared.sleep.all_busy();
         }
+        // Before its first search a worker has no slice: not over.
+        self.slice_end
+            .get()
+            .is_some_and(|end| Instant::now() >= end)
     }
 }
 
@@ -332,8 +336,9 @@ pub(crate) fn should_yield(pool: *const (), channel: usize) -> bool {
         return false;
     }
     // SAFETY: a non-null worker address is the address of the `WorkerLocal`
-    // inside the `Rc` that the context holds (only `WorkerLocal::enter`
-    // enters a context, and it passes `Rc::as_ptr` of that `Rc`); the
+    // inside the `Rc` that the context holds (`context::enter` takes it from
+    // that `Rc`, and only `WorkerLocal::enter` enters a context, with an
+    // `Rc<WorkerLocal>`); the
     // context keeps the `Rc` until its `Entered` guard drops, which resets
     // the address first (or to the outer worker's, held by the outer
     // entry the same way). Only this thread reaches its context, and the

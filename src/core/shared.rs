@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     /// Per channel: the status bits that ask its running tasks to yield
     /// (see `crate::should_yield`), as (word, mask) pairs.
     pub(crate) yield_masks: Box<[BitSet]>,
+    /// Whether the schedule is RoundRobin (else HighestFirst).
+    pub(crate) round_robin: bool,
     /// Which worker threads are blocked (see `blocked`).
     pub(crate) blocked: Blocked,
     /// The behavior's deadlock handler (set once the pool exists; it

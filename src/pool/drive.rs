@@ -158,6 +158,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// thread drives).
     pub fn run_until_stalled(self: &Arc<Self>) -> usize {
         let run = |worker: &WorkerLocal| {
+            let _slice = worker::KeepSlice::of(worker);
             let context = WorkerContext::worker(&self.shared, worker);
             let mut cursor = self.levels.cursor();
             let mut ran = 0;

@@ -99,6 +99,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             parked: Parked::new(),
             seats: Seats::new(guests),
             yield_masks: levels.yield_masks(),
+            round_robin: matches!(config.schedule, crate::ScheduleAlgorithm::RoundRobin(_)),
             blocked: Blocked::new(threads),
             on_deadlock: std::sync::OnceLock::new(),
         });

@@ -239,6 +239,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     ///   either seen by that drain or drained by its pusher), then returns
     ///   `false`, for the caller to park.
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
+        let _slice = KeepSlice::of(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
@@ -292,6 +293,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         index: usize,
         take: &mut dyn FnMut() -> Option<LocalTask>,
     ) {
+        let _slice = KeepSlice::of(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
@@ -337,6 +339,23 @@ fn drain_terminated<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     fence(Ordering::SeqCst);
     drop(pool.shared.lifo[local.index].take());
     pool.drain_all();
+}
+
+/// Restores, as it drops (also in an unwind), the worker's RoundRobin
+/// slice end that a nested search overwrote: the task that waits is judged
+/// by its own slice again (see `should_yield`).
+pub(super) struct KeepSlice<'a>(&'a WorkerLocal, Option<std::time::Instant>);
+
+impl<'a> KeepSlice<'a> {
+    pub(super) fn of(local: &'a WorkerLocal) -> KeepSlice<'a> {
+        KeepSlice(local, local.slice_end.get())
+    }
+}
+
+impl Drop for KeepSlice<'_> {
+    fn drop(&mut self) {
+        self.0.slice_end.set(self.1);
+    }
 }
 
 /// Marks the worker idle (holding its idle state) until dropped, also when
