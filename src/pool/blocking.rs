@@ -48,7 +48,6 @@ use super::drive::Guest;
 use super::worker::HELP_STACK_BUDGET;
 use super::Pool;
 use crate::behavior::PoolBehavior;
-use crate::channel::Submit;
 use crate::core::blocked::WorkerState;
 use crate::core::context::WorkerLocal;
 use crate::task::{CancelReason, JoinHandle, Schedule};
@@ -137,14 +136,7 @@ impl<B: PoolBehavior> Pool<B> {
         }
         let shared = &*self.shared;
         let away = crate::context::leave_for_now();
-        if let Some((channel, task)) = shared.lifo[local.index].take() {
-            self.channel_at(channel).submit(task);
-        }
-        for (channel, deque) in local.deques.iter().enumerate() {
-            while let Some(task) = deque.pop() {
-                self.channel_at(channel).submit(task);
-            }
-        }
+        self.move_out(local);
         let stand_in = if self.blocking_config.stand_ins {
             self.start_stand_in()
         } else {

@@ -220,6 +220,24 @@ impl<B: PoolBehavior> Pool<B> {
     }
 }
 
+impl<B: PoolBehavior> Pool<B> {
+    /// Moves the tasks in `local`'s LIFO slot and deques to their channels,
+    /// which mark their status bits and let the sleep protocol wake a
+    /// worker. The calling thread must no longer be `local`'s worker (else
+    /// the submissions would come back to it): a guest giving its seat
+    /// back, a worker entering `block_in_place`.
+    pub(super) fn move_out(&self, local: &WorkerLocal) {
+        if let Some((channel, task)) = self.shared.lifo[local.index].take() {
+            self.channel_at(channel).submit(task);
+        }
+        for (channel, deque) in local.deques.iter().enumerate() {
+            while let Some(task) = deque.pop() {
+                self.channel_at(channel).submit(task);
+            }
+        }
+    }
+}
+
 const NO_SEAT: usize = usize::MAX;
 
 /// The waker of a `block_on`: see the module doc.
@@ -302,16 +320,8 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
         // The behavior's `channel` is user code: should it panic, the
         // seat is given back all the same (the tasks left in it are then
         // dropped with the panic's unwind, which cancels them).
-        let moved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
-                pool.channel_at(channel).submit(task);
-            }
-            for (channel, deque) in local.deques.iter().enumerate() {
-                while let Some(task) = deque.pop() {
-                    pool.channel_at(channel).submit(task);
-                }
-            }
-        }));
+        let moved =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.move_out(&local)));
         if let Err(panic) = moved {
             log::error!(
                 "smartpool: a channel panicked as a guest seat was emptied: {}",

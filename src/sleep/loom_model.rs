@@ -27,19 +27,21 @@ use crate::status::{Bit, Status};
 use crate::sync::{lock, AtomicBool, AtomicUsize, Condvar, Mutex};
 use loom::sync::Arc;
 
-struct World {
-    sleep: Sleep,
-    status: Status,
+/// A pool reduced to its sleep protocol: one channel (a counter), the
+/// status bits, termination. Also the harness of `core::seats`' model.
+pub(crate) struct World {
+    pub(crate) sleep: Sleep,
+    pub(crate) status: Status,
     /// The channel: counts queued jobs.
-    jobs: AtomicUsize,
+    pub(crate) jobs: AtomicUsize,
     /// The pool's TERMINATED phase.
-    done: AtomicBool,
+    pub(crate) done: AtomicBool,
     taken: Mutex<usize>,
     taken_changed: Condvar,
 }
 
 impl World {
-    fn new(workers: usize) -> Arc<World> {
+    pub(crate) fn new(workers: usize) -> Arc<World> {
         Arc::new(World {
             sleep: Sleep::new(workers),
             status: Status::new(1),
@@ -53,7 +55,7 @@ impl World {
     /// Looks before it takes, as a real queue's emptiness check does: a
     /// plain load can miss a push that is not yet visible, which is what the
     /// protocol's fences are for (an RMW would always see it).
-    fn take(&self) -> bool {
+    pub(crate) fn take(&self) -> bool {
         let mut n = self.jobs.load(Ordering::Acquire);
         while n > 0 {
             match self
@@ -67,7 +69,7 @@ impl World {
         false
     }
 
-    fn post(&self) -> usize {
+    pub(crate) fn post(&self) -> usize {
         self.jobs.fetch_add(1, Ordering::Release);
         self.status.mark(Bit::new(0));
         self.sleep.new_jobs(1)
@@ -122,14 +124,14 @@ impl World {
     }
 
     /// Counts a job taken, for a poster that waits for them.
-    fn took(&self) {
+    pub(crate) fn took(&self) {
         *lock(&self.taken) += 1;
         self.taken_changed.notify_all();
     }
 
     /// Blocks until `n` jobs were taken (a job left with every worker
     /// asleep leaves it blocked, which loom reports as a deadlock).
-    fn wait_taken(&self, n: usize) {
+    pub(crate) fn wait_taken(&self, n: usize) {
         let mut taken = lock(&self.taken);
         while *taken < n {
             taken = self.taken_changed.wait(taken).unwrap();

@@ -447,4 +447,4 @@ impl Sleep {
 }
 
 #[cfg(all(test, loom))]
-mod loom_model;
+pub(crate) mod loom_model;
