@@ -59,12 +59,12 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{DropCounter, Flat, Gate, Only, FAILSAFE};
+use common::{DropCounter, Flat, Gate, FAILSAFE};
 use futures::channel::oneshot;
 use futures::future::{Either, FutureExt};
 use futures::StreamExt;
 use smartpool::prelude::*;
-use smartpool::{block_in_place, yield_now, BlockingConfig};
+use smartpool::{block_in_place, yield_now};
 
 /// Blocks on `future` with `futures`' executor (no pool context); fails
 /// the test instead of hanging it if it is not done within the fail-safe.
@@ -87,50 +87,6 @@ fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         Ok(Ok(value)) => value,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => panic!("not done within {FAILSAFE:?}"),
-    }
-}
-
-/// One FIFO channel, `threads` workers, the blocking threads bounded as
-/// given (tokio's `max_blocking_threads`).
-struct Tuned {
-    work: VecDequeChannel,
-    threads: usize,
-    blocking: BlockingConfig,
-}
-
-impl Tuned {
-    fn new(threads: usize, max_threads: usize) -> Tuned {
-        Tuned {
-            work: VecDequeChannel::new(),
-            threads,
-            blocking: BlockingConfig {
-                max_threads,
-                ..BlockingConfig::default()
-            },
-        }
-    }
-}
-
-impl PoolBehavior for Tuned {
-    type ChannelKey = Only;
-    fn config(&self) -> PoolConfig<Only> {
-        PoolConfig {
-            threads: self.threads,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![vec![ChannelParams {
-                key: Only,
-                complete_on_close: true,
-            }]],
-        }
-    }
-    fn channel(&self, _: Only) -> &dyn Channel {
-        &self.work
-    }
-    fn followup(&self, _: Only, task: RunningTask) {
-        self.work.submit(task);
-    }
-    fn blocking(&self) -> BlockingConfig {
-        self.blocking.clone()
     }
 }
 
@@ -432,7 +388,7 @@ fn yield_after_block_in_place() {
 /// just runs. Many times, as the original was a race.
 #[test]
 fn nested_block_in_place_with_block_on_between() {
-    let owned = OwnedPool::new(Tuned::new(1, 1)).unwrap();
+    let owned = OwnedPool::new(Flat::with_blocking_threads(1, 1)).unwrap();
     let pool = owned.pool.clone();
     for i in 0..100u32 {
         let p = pool.clone();
@@ -539,7 +495,7 @@ fn local_work_is_handed_over_before_block_in_place() {
 #[test]
 fn max_blocking_threads() {
     for max in [1, 0] {
-        let owned = OwnedPool::new(Tuned::new(1, max)).unwrap();
+        let owned = OwnedPool::new(Flat::with_blocking_threads(1, max)).unwrap();
         let pool = owned.pool.clone();
         let (first_in, first_gate) = (Gate::new(), Gate::new());
         let (fi, fg) = (first_in.clone(), first_gate.clone());

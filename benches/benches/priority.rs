@@ -25,48 +25,13 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use smartpool::prelude::*;
-
-#[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
-enum Lv {
-    High,
-    Low,
-}
-
-struct Two {
-    high: VecDequeChannel,
-    low: VecDequeChannel,
-}
-
-impl PoolBehavior for Two {
-    type ChannelKey = Lv;
-    fn config(&self) -> PoolConfig<Lv> {
-        PoolConfig {
-            threads: 2,
-            schedule: ScheduleAlgorithm::HighestFirst,
-            levels: vec![
-                vec![ChannelParams {
-                    key: Lv::High,
-                    complete_on_close: false,
-                }],
-                vec![ChannelParams {
-                    key: Lv::Low,
-                    complete_on_close: false,
-                }],
-            ],
-        }
-    }
-    fn channel(&self, key: Lv) -> &dyn Channel {
-        match key {
-            Lv::High => &self.high,
-            Lv::Low => &self.low,
-        }
-    }
-}
+// The suite's two-level behavior: urgent above normal.
+use smartpool_bench::peers::ours::TwoLevels;
 
 /// ns per iteration of a loop of `n` steps on the low level, each step a
 /// little work and (if `check`) a call of `should_yield`.
-fn looped(pool: &std::sync::Arc<Pool<Two>>, n: u64, check: bool) -> f64 {
-    let h = pool.low.exec(run(move || {
+fn looped(pool: &std::sync::Arc<Pool<TwoLevels>>, n: u64, check: bool) -> f64 {
+    let h = pool.normal.exec(run(move || {
         let start = Instant::now();
         let mut acc = 0u64;
         let mut yields = 0u64;
@@ -91,12 +56,12 @@ fn spin(d: Duration) {
 }
 
 /// W10, one rep: (urgent waits, background drain time).
-fn w10(pool: &Arc<Pool<Two>>, tasks: usize, check: bool) -> (Histogram<u64>, Duration) {
+fn w10(pool: &Arc<Pool<TwoLevels>>, tasks: usize, check: bool) -> (Histogram<u64>, Duration) {
     let left = Arc::new(AtomicUsize::new(tasks));
     let start = Instant::now();
     for _ in 0..tasks {
         let left = left.clone();
-        drop(pool.low.exec(async move {
+        drop(pool.normal.exec(async move {
             for _ in 0..1000 {
                 spin(Duration::from_micros(1));
                 if check {
@@ -113,7 +78,7 @@ fn w10(pool: &Arc<Pool<Two>>, tasks: usize, check: bool) -> (Histogram<u64>, Dur
     while left.load(Ordering::Acquire) > 0 {
         std::thread::sleep(Duration::from_millis(1));
         let (waits, submitted) = (waits.clone(), Instant::now());
-        urgent.push(pool.high.exec(smartpool::run(move || {
+        urgent.push(pool.urgent.exec(smartpool::run(move || {
             let waited = submitted.elapsed().as_nanos() as u64;
             waits
                 .lock()
@@ -145,9 +110,11 @@ fn main() {
     } else {
         (15, 10_000_000)
     };
-    let owned = OwnedPool::new(Two {
-        high: VecDequeChannel::new(),
-        low: VecDequeChannel::new(),
+    let owned = OwnedPool::new(TwoLevels {
+        urgent: VecDequeChannel::new(),
+        normal: VecDequeChannel::new(),
+        threads: 2,
+        complete_on_close: false,
     })
     .expect("pool");
     let (mut with, mut without) = (Vec::new(), Vec::new());
@@ -192,20 +159,17 @@ fn main() {
     println!(
         "W10 urgent wait under {tasks} background tasks of 1 ms in 1 µs steps, {reps} reps each"
     );
-    println!(
-        "  yield_if_needed every step   p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {dw:.3} s",
-        us(&waits_with, 0.5),
-        us(&waits_with, 0.99),
-        waits_with.max() as f64 / 1e3,
-        waits_with.len()
-    );
-    println!(
-        "  no checks (today)            p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {dn:.3} s",
-        us(&waits_without, 0.5),
-        us(&waits_without, 0.99),
-        waits_without.max() as f64 / 1e3,
-        waits_without.len()
-    );
+    let row = |name: &str, waits: &Histogram<u64>, drain: f64| {
+        println!(
+            "  {name:<28} p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {drain:.3} s",
+            us(waits, 0.5),
+            us(waits, 0.99),
+            waits.max() as f64 / 1e3,
+            waits.len()
+        );
+    };
+    row("yield_if_needed every step", &waits_with, dw);
+    row("no checks (today)", &waits_without, dn);
     println!(
         "  background throughput with checks: {:.3} × without (target ≥ 0.97); urgent targets p50 ≤ 3 µs, p99 ≤ 10 µs",
         dn / dw

@@ -231,6 +231,7 @@ pub struct Flat {
     pub work: VecDequeChannel,
     threads: usize,
     complete_on_close: bool,
+    blocking: smartpool::BlockingConfig,
 }
 
 impl Flat {
@@ -249,6 +250,18 @@ impl Flat {
             },
             threads,
             complete_on_close,
+            blocking: smartpool::BlockingConfig::default(),
+        }
+    }
+
+    /// [`Flat::new`], with at most `max_threads` blocking threads.
+    pub fn with_blocking_threads(threads: usize, max_threads: usize) -> Flat {
+        Flat {
+            blocking: smartpool::BlockingConfig {
+                max_threads,
+                ..smartpool::BlockingConfig::default()
+            },
+            ..Flat::new(threads)
         }
     }
 }
@@ -267,6 +280,9 @@ impl PoolBehavior for Flat {
     }
     fn channel(&self, _: Only) -> &dyn Channel {
         &self.work
+    }
+    fn blocking(&self) -> smartpool::BlockingConfig {
+        self.blocking.clone()
     }
     fn followup(&self, _: Only, task: RunningTask) {
         self.work.submit(task);
