@@ -83,6 +83,73 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     fn deadlock(&self, report: &DeadlockReport) {
         log::error!("smartpool: {report}");
     }
+
+    /// Options of each level beyond the config, highest level first (a
+    /// shorter list leaves the other levels at [`LevelOptions::default`]):
+    /// workers reserved for a level, a bound on how long a level's tasks
+    /// wait. Asked once, when the pool starts, and validated with the
+    /// config. Default: none.
+    fn level_options(&self) -> Vec<LevelOptions> {
+        Vec::new()
+    }
+}
+
+/// Options of one level (see [`PoolBehavior::level_options`]). Build it
+/// with [`LevelOptions::new`] and its setters.
+///
+/// ```
+/// use smartpool::LevelOptions;
+/// // Level 0 keeps one worker for itself; level 1 has no option.
+/// let options = vec![LevelOptions::new().reserve(1)];
+/// # assert_eq!(options[0].reserved_workers, 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LevelOptions {
+    /// Worker threads that serve only this level and the levels above it
+    /// (Perséphone's reserved cores): work of these levels finds an idle
+    /// worker at once although lower levels keep the others busy. They
+    /// come out of [`PoolConfig::threads`]; the reservations of all levels
+    /// but the lowest must leave at least one worker thread that serves
+    /// every level. A reservation of the lowest level changes nothing (its
+    /// workers would serve every level anyway). A reserved worker inside
+    /// [`block_in_place`](crate::block_in_place) hands its place to a
+    /// stand-in that serves every level: the reservation lapses while it
+    /// blocks. Default 0.
+    pub reserved_workers: usize,
+    /// Under [`ScheduleAlgorithm::HighestFirst`]: the longest this level
+    /// waits while the levels above it keep every worker busy. Once the
+    /// level has had work waiting this long, the next worker to search
+    /// takes a task from it before any higher level's; then the level's
+    /// next task waits its own bound. So the level is served at least once
+    /// per bound: its first waiting task starts within the bound plus the
+    /// rest of the task each worker is running (tokio#4051). Not a
+    /// per-task deadline: `n` tasks queued in the level start within about
+    /// `n` bounds. Costs a clock read in each search while a bounded level
+    /// waits. Default `None` (strict priority). Zero, or any bound under
+    /// `RoundRobin` (whose slices already serve every level), is refused.
+    pub max_wait: Option<Duration>,
+}
+
+impl LevelOptions {
+    /// No option: what a level without an entry gets.
+    pub fn new() -> LevelOptions {
+        LevelOptions::default()
+    }
+
+    /// Reserves `workers` worker threads for this level and the levels
+    /// above it (see [`LevelOptions::reserved_workers`]).
+    pub fn reserve(mut self, workers: usize) -> LevelOptions {
+        self.reserved_workers = workers;
+        self
+    }
+
+    /// Bounds how long the level waits behind the levels above it (see
+    /// [`LevelOptions::max_wait`]).
+    pub fn max_wait(mut self, wait: Duration) -> LevelOptions {
+        self.max_wait = Some(wait);
+        self
+    }
 }
 
 /// The most worker threads a pool takes. A pool of this size starts in
@@ -184,6 +251,32 @@ pub enum ConfigError {
     },
     /// The operating system refused to start a worker thread.
     Spawn(std::io::Error),
+    /// [`PoolBehavior::level_options`] gave more entries than there are
+    /// levels.
+    LevelOptionCount {
+        /// Levels configured.
+        levels: usize,
+        /// Entries given.
+        options: usize,
+    },
+    /// A level's [`LevelOptions::max_wait`] is zero.
+    ZeroMaxWait {
+        /// The level.
+        level: usize,
+    },
+    /// A level has a [`LevelOptions::max_wait`] under `RoundRobin`.
+    MaxWaitNeedsHighestFirst {
+        /// The level.
+        level: usize,
+    },
+    /// The levels above the lowest reserve `reserved` workers of `threads`,
+    /// which leaves none to serve the lowest level.
+    Reservations {
+        /// Workers reserved by the levels above the lowest.
+        reserved: usize,
+        /// The config's threads.
+        threads: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -214,6 +307,23 @@ impl fmt::Display for ConfigError {
                 "channel {key} is already attached to a pool (or another key names the same channel)"
             ),
             ConfigError::Spawn(e) => write!(f, "could not start a worker thread: {e}"),
+            ConfigError::LevelOptionCount { levels, options } => write!(
+                f,
+                "invalid level options: {options} entries for {levels} levels"
+            ),
+            ConfigError::ZeroMaxWait { level } => {
+                write!(f, "invalid level options: max_wait of level {level} is zero")
+            }
+            ConfigError::MaxWaitNeedsHighestFirst { level } => write!(
+                f,
+                "invalid level options: level {level} has a max_wait, which only HighestFirst \
+                 supports (RoundRobin's slices serve every level already)"
+            ),
+            ConfigError::Reservations { reserved, threads } => write!(
+                f,
+                "invalid level options: {reserved} of {threads} worker threads reserved \
+                 by the higher levels leave none for the lowest level"
+            ),
         }
     }
 }
@@ -251,6 +361,43 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
                 }
             }
         }
+        self.validate_slices()
+    }
+
+    /// Checks `options` (see [`PoolBehavior::level_options`]) against the
+    /// config; the pool calls this before starting anything.
+    pub fn validate_options(&self, options: &[LevelOptions]) -> Result<(), ConfigError> {
+        let levels = self.levels.len();
+        if options.len() > levels {
+            return Err(ConfigError::LevelOptionCount {
+                levels,
+                options: options.len(),
+            });
+        }
+        for (level, option) in options.iter().enumerate() {
+            match option.max_wait {
+                Some(wait) if wait.is_zero() => return Err(ConfigError::ZeroMaxWait { level }),
+                Some(_) if self.schedule != ScheduleAlgorithm::HighestFirst => {
+                    return Err(ConfigError::MaxWaitNeedsHighestFirst { level })
+                }
+                _ => {}
+            }
+        }
+        let reserved: usize = options
+            .iter()
+            .take(levels.saturating_sub(1))
+            .map(|o| o.reserved_workers)
+            .sum();
+        if reserved > 0 && reserved >= self.threads {
+            return Err(ConfigError::Reservations {
+                reserved,
+                threads: self.threads,
+            });
+        }
+        Ok(())
+    }
+
+    fn validate_slices(&self) -> Result<(), ConfigError> {
         if let ScheduleAlgorithm::RoundRobin(slices) = &self.schedule {
             if slices.len() != self.levels.len() {
                 return Err(ConfigError::SliceCount {

@@ -131,7 +131,8 @@ mod yield_now;
 pub use crate::core::blocked::{DeadlockReport, WorkerState};
 pub use crate::core::context::WorkerContext;
 pub use behavior::{
-    ChannelParams, ConfigError, PoolBehavior, PoolConfig, ScheduleAlgorithm, MAX_THREADS,
+    ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
+    MAX_THREADS,
 };
 pub use blocking::BlockingConfig;
 pub use channel::{

@@ -11,12 +11,34 @@
 //! Invariant (HighestFirst): a worker looks at level `l` only after it found
 //! every level above `l` without a set status bit, or found their channels
 //! empty, in this same search; so it never starts a lower-level task while a
-//! higher level's bit was set at the moment it looked.
+//! higher level's bit was set at the moment it looked. The one exception is
+//! a level with a starvation bound (below), which it looks at first once
+//! that level is due.
+//!
+//! # Starvation bounds (HighestFirst)
+//!
+//! A level may have a bound, `max_wait`
+//! ([`LevelOptions::max_wait`](crate::LevelOptions::max_wait)). Such a
+//! level keeps `since`: when its current wait began (0: not waiting), in
+//! nanoseconds from the pool's epoch. A search that sees the level's bit
+//! set while `since` is 0 sets it to now; a search that sees the bit clear
+//! sets it back to 0; a task taken from the level in the normal order sets
+//! it to 0 too (the level is being served). A search that finds the level
+//! waiting for `max_wait` or more looks at it before every other level, and
+//! a task taken that way sets `since` to now: the next one waits its own
+//! bound. So while the level holds work it is served at least once per
+//! bound, whatever floods the levels above: its first task starts within
+//! the bound plus the rest of the task each worker is running, each later
+//! one within a bound of the one before. Races on `since` (two searches
+//! setting it) move it by the length of a search. The cost, only in pools
+//! that set a bound: a clock read in each search that sees a bounded level
+//! waiting.
 
 use std::time::{Duration, Instant};
 
 use crate::behavior::ScheduleAlgorithm;
 use crate::status::{Bit, BitSet, Status};
+use crate::sync::{AtomicU64, Ordering};
 
 /// One level: its channels (indices) and their status bits.
 #[derive(Debug)]
@@ -31,6 +53,89 @@ enum Policy {
     RoundRobin(Box<[Duration]>),
 }
 
+/// Which levels each seat serves, from the levels' reservations (see
+/// [`PoolBehavior::level_options`](crate::PoolBehavior::level_options)):
+/// level `l` reserving `n` workers gets `n` worker threads that serve only
+/// levels `0..=l`, each group a sleep domain of its own (see `sleep`'s
+/// "Domains"). Worker threads are given out from seat 0, the highest
+/// level's reservation first; the rest, and every guest seat, serve every
+/// level, in the common domain 0.
+#[derive(Debug)]
+pub(crate) struct Seating {
+    /// Per seat: the lowest level it serves.
+    pub(crate) floor: Vec<usize>,
+    /// Per seat: its sleep domain.
+    pub(crate) domain: Vec<usize>,
+    /// Per channel: the reserved domains that serve its level, nearest
+    /// reservation first (posters try them before the common domain).
+    pub(crate) wakes: Vec<Box<[usize]>>,
+}
+
+impl Seating {
+    /// `reserved[l]`: workers reserved by level `l` (a reservation of the
+    /// lowest level changes nothing: it serves every level); validated to
+    /// leave the common domain at least one worker thread.
+    pub(crate) fn new(levels: &Levels, reserved: &[usize], seats: usize) -> Seating {
+        let lowest = levels.lowest();
+        let mut floor = Vec::with_capacity(seats);
+        let mut domain = Vec::with_capacity(seats);
+        // Reserved domain of each level, if any.
+        let mut domain_of_level = vec![None; levels.levels.len()];
+        let mut next_domain = 1;
+        for (level, &n) in reserved.iter().enumerate() {
+            if level == lowest || n == 0 {
+                continue;
+            }
+            domain_of_level[level] = Some(next_domain);
+            for _ in 0..n {
+                floor.push(level);
+                domain.push(next_domain);
+            }
+            next_domain += 1;
+        }
+        assert!(
+            floor.len() < seats.max(1),
+            "validation leaves a common worker"
+        );
+        floor.resize(seats, lowest);
+        domain.resize(seats, 0);
+        let wakes = (0..levels.level_of.len())
+            .map(|channel| {
+                let own = levels.level_of[channel];
+                domain_of_level[own..].iter().flatten().copied().collect()
+            })
+            .collect();
+        Seating {
+            floor,
+            domain,
+            wakes,
+        }
+    }
+}
+
+/// `bits` as (word, mask) pairs, one per word touched.
+fn bit_set<'a>(bits: impl Iterator<Item = &'a Bit>) -> BitSet {
+    let mut words: Vec<(usize, u64)> = Vec::new();
+    for bit in bits {
+        let (word, mask) = bit.parts();
+        match words.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, m)) => *m |= mask,
+            None => words.push((word, mask)),
+        }
+    }
+    words.into_boxed_slice()
+}
+
+/// A level's starvation bound (see the module doc).
+#[derive(Debug)]
+struct Bound {
+    level: usize,
+    max_wait: u64,
+    /// When the level's current wait began, in nanoseconds from the epoch
+    /// (at least 1); 0: not waiting.
+    since: AtomicU64,
+}
+
 /// The levels and the policy of a pool.
 #[derive(Debug)]
 pub(crate) struct Levels {
@@ -38,11 +143,19 @@ pub(crate) struct Levels {
     /// Channel index → its level.
     level_of: Box<[usize]>,
     policy: Policy,
+    /// The levels with a starvation bound, highest first.
+    bounds: Box<[Bound]>,
+    /// Per level: its entry in `bounds`, if any.
+    bound_of: Box<[Option<usize>]>,
+    epoch: Instant,
 }
 
 /// A worker's position in the schedule.
 #[derive(Debug)]
 pub(crate) struct Cursor {
+    /// The lowest level the worker serves (the last, unless it is
+    /// reserved: see [`Seating`]).
+    floor: usize,
     level: usize,
     since: Instant,
     /// Per level: the channel to look at first next time.
@@ -50,8 +163,28 @@ pub(crate) struct Cursor {
 }
 
 impl Levels {
-    /// `levels` are channel indices, highest level first.
-    pub(crate) fn new(levels: Vec<Vec<usize>>, algorithm: &ScheduleAlgorithm) -> Levels {
+    /// `levels` are channel indices, highest level first; `max_wait`, per
+    /// level (missing: none), its starvation bound (HighestFirst only).
+    pub(crate) fn new(
+        levels: Vec<Vec<usize>>,
+        algorithm: &ScheduleAlgorithm,
+        max_wait: &[Option<Duration>],
+    ) -> Levels {
+        let bounds: Box<[Bound]> = max_wait
+            .iter()
+            .enumerate()
+            .filter_map(|(level, wait)| {
+                wait.map(|wait| Bound {
+                    level,
+                    max_wait: u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
+                    since: AtomicU64::new(0),
+                })
+            })
+            .collect();
+        let mut bound_of = vec![None; levels.len()];
+        for (index, bound) in bounds.iter().enumerate() {
+            bound_of[bound.level] = Some(index);
+        }
         let channels = levels.iter().flatten().map(|&c| c + 1).max().unwrap_or(0);
         let mut level_of = vec![0; channels];
         for (level, members) in levels.iter().enumerate() {
@@ -72,7 +205,39 @@ impl Levels {
                 ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
                 ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
             },
+            bounds,
+            bound_of: bound_of.into(),
+            epoch: Instant::now(),
         }
+    }
+
+    /// Nanoseconds since the epoch, at least 1 (0 means "not waiting").
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    /// The first bounded level (down to `floor`) that has waited its bound,
+    /// keeping every bounded level's `since` (see the module doc).
+    fn due(&self, status: &Status, floor: usize) -> Option<&Bound> {
+        let mut now = None;
+        for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
+            let since = bound.since.load(Ordering::Relaxed);
+            if !status.any_of(&self.levels[bound.level].bits) {
+                if since != 0 {
+                    bound.since.store(0, Ordering::Relaxed);
+                }
+                continue;
+            }
+            let now = *now.get_or_insert_with(|| self.now());
+            if since == 0 {
+                bound.since.store(now, Ordering::Relaxed);
+            } else if now.saturating_sub(since) >= bound.max_wait {
+                return Some(bound);
+            }
+        }
+        None
     }
 
     /// Whether tasks of `channel` may use a worker's LIFO slot (see
@@ -95,7 +260,6 @@ impl Levels {
         (0..self.level_of.len())
             .map(|channel| {
                 let own = self.level_of[channel];
-                let mut words: Vec<(usize, u64)> = Vec::new();
                 let others = self
                     .levels
                     .iter()
@@ -104,18 +268,29 @@ impl Levels {
                         Policy::HighestFirst => l < own,
                         Policy::RoundRobin(_) => l != own,
                     });
-                for (_, level) in others {
-                    for bit in level.bits.iter() {
-                        let (word, mask) = bit.parts();
-                        match words.iter_mut().find(|(w, _)| *w == word) {
-                            Some((_, m)) => *m |= mask,
-                            None => words.push((word, mask)),
-                        }
-                    }
-                }
-                words.into_boxed_slice()
+                bit_set(others.flat_map(|(_, level)| level.bits.iter()))
             })
             .collect()
+    }
+
+    /// The lowest level.
+    pub(crate) fn lowest(&self) -> usize {
+        self.levels.len() - 1
+    }
+
+    /// Channel `channel`'s level.
+    pub(crate) fn level_of(&self, channel: usize) -> usize {
+        self.level_of[channel]
+    }
+
+    /// The status bits of levels `0..=floor` (a reserved worker's final
+    /// check before sleeping looks at these).
+    pub(crate) fn bits_down_to(&self, floor: usize) -> BitSet {
+        bit_set(
+            self.levels[..=floor]
+                .iter()
+                .flat_map(|level| level.bits.iter()),
+        )
     }
 
     /// Under RoundRobin, when the slice of the level `cursor` serves ends;
@@ -128,8 +303,11 @@ impl Levels {
         }
     }
 
-    pub(crate) fn cursor(&self) -> Cursor {
+    /// The position of a worker that serves levels `0..=floor`.
+    pub(crate) fn cursor(&self, floor: usize) -> Cursor {
+        debug_assert!(floor < self.levels.len());
         Cursor {
+            floor,
             level: 0,
             since: Instant::now(),
             rotation: vec![0; self.levels.len()].into(),
@@ -142,6 +320,9 @@ impl Levels {
     /// set bit. (For a task outside the channels: a worker's LIFO slot.)
     pub(crate) fn admits(&self, status: &Status, cursor: &Cursor, channel: usize) -> bool {
         let level = self.level_of[channel];
+        if level > cursor.floor {
+            return false;
+        }
         match &self.policy {
             Policy::HighestFirst => !self.levels[..level].iter().any(|l| status.any_of(&l.bits)),
             Policy::RoundRobin(slices) => {
@@ -163,7 +344,7 @@ impl Levels {
         cursor: &mut Cursor,
         mut take: impl FnMut(usize) -> Option<T>,
     ) -> Option<T> {
-        let count = self.levels.len();
+        let count = cursor.floor + 1;
         let mut try_level = |level: usize, cursor: &mut Cursor| -> Option<T> {
             let Level { channels, bits } = &self.levels[level];
             if !status.any_of(bits) {
@@ -177,9 +358,32 @@ impl Levels {
             tail.iter().chain(head).find_map(|&channel| take(channel))
         };
         match &self.policy {
-            Policy::HighestFirst => (0..count).find_map(|level| try_level(level, cursor)),
+            Policy::HighestFirst if self.bounds.is_empty() => {
+                (0..count).find_map(|level| try_level(level, cursor))
+            }
+            Policy::HighestFirst => {
+                if let Some(bound) = self.due(status, cursor.floor) {
+                    if let Some(task) = try_level(bound.level, cursor) {
+                        bound.since.store(self.now(), Ordering::Relaxed);
+                        return Some(task);
+                    }
+                }
+                (0..count).find_map(|level| {
+                    let task = try_level(level, cursor)?;
+                    if let Some(index) = self.bound_of[level] {
+                        let since = &self.bounds[index].since;
+                        if since.load(Ordering::Relaxed) != 0 {
+                            since.store(0, Ordering::Relaxed);
+                        }
+                    }
+                    Some(task)
+                })
+            }
             Policy::RoundRobin(slices) => {
                 let now = Instant::now();
+                if cursor.level >= count {
+                    cursor.level = 0;
+                }
                 if now.duration_since(cursor.since) >= slices[cursor.level] {
                     cursor.level = (cursor.level + 1) % count;
                     cursor.since = now;

@@ -118,6 +118,13 @@ impl Status {
         bits.iter().any(|&bit| self.is_set(bit))
     }
 
+    /// Whether any bit of `bits` is set: a reserved worker's final check
+    /// (SeqCst, as [`Status::any`]).
+    pub(crate) fn any_of_set(&self, bits: &BitSet) -> bool {
+        bits.iter()
+            .any(|&(word, mask)| self.words[word].load(Ordering::SeqCst) & mask != 0)
+    }
+
     /// Whether any bit at all is set: the sleep protocol's final check.
     pub(crate) fn any(&self) -> bool {
         // SeqCst so that the load takes part in the fence ordering of `sleep`.

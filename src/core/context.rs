@@ -58,6 +58,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) stack_budget: Cell<usize>,
     /// Whether this is a guest seat (see `seats`), not a worker thread's.
     pub(crate) guest: bool,
+    /// The lowest level this seat serves: the last, unless the seat is a
+    /// worker reserved for a higher level (see `schedule::Seating`).
+    pub(crate) floor: usize,
     /// The pool's shared state while a thread is this worker (for
     /// `should_yield`; taken out as it leaves, so that a free guest seat
     /// does not hold its own pool).
@@ -78,6 +81,7 @@ impl WorkerLocal {
         index: usize,
         channels: usize,
         guest: bool,
+        floor: usize,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
         let deques: Box<[Worker<RunningTask>]> =
             (0..channels).map(|_| Worker::new_fifo()).collect();
@@ -96,6 +100,7 @@ impl WorkerLocal {
                 stack_base: Cell::new(0),
                 stack_budget: Cell::new(0),
                 guest,
+                floor,
                 shared: None,
                 slice_end: Cell::new(None),
                 hooks: Box::new(NoHooks),
@@ -372,12 +377,15 @@ pub(crate) fn current_of(pool_id: usize) -> Option<Rc<WorkerLocal>> {
 /// Returns the task if nobody kept it.
 fn keep_on_worker(
     shared: &Shared,
+    channel: usize,
     task: RunningTask,
     keep: impl FnOnce(&WorkerLocal, RunningTask) -> Result<(), RunningTask>,
 ) -> Result<(), RunningTask> {
     let mut task = Some(task);
     crate::context::with_worker(|local: &WorkerLocal| {
-        if local.pool_id == shared.id {
+        // A reserved worker keeps no task of a level it does not serve:
+        // that goes where the other workers look.
+        if local.pool_id == shared.id && shared.channels[channel].level <= local.floor {
             task = keep(local, task.take().expect("kept once")).err();
         }
     });
@@ -395,7 +403,7 @@ pub(crate) fn offer_lifo(
     task: RunningTask,
 ) -> Result<bool, RunningTask> {
     let mut idle = false;
-    keep_on_worker(shared, task, |local, task| {
+    keep_on_worker(shared, channel, task, |local, task| {
         idle = local.idle.get();
         local.lifo.offer(&shared.lifo[local.index], channel, task)
     })
@@ -410,7 +418,7 @@ pub(crate) fn push_local(
     channel: usize,
     task: RunningTask,
 ) -> Result<(), RunningTask> {
-    keep_on_worker(shared, task, |local, task| {
+    keep_on_worker(shared, channel, task, |local, task| {
         if local.lifo.is_flushing() {
             return Err(task);
         }

@@ -23,6 +23,11 @@ pub(crate) struct ChannelInfo {
     /// Whether the channel's tasks may use the LIFO slot (the schedule's
     /// rule: `Levels::uses_slot`).
     pub(crate) uses_slot: bool,
+    /// The channel's level.
+    pub(crate) level: usize,
+    /// The reserved sleep domains that serve the channel's level, nearest
+    /// first (see `sleep`'s "Domains"; empty without reservations).
+    pub(crate) wakes: Box<[usize]>,
 }
 
 pub(crate) struct Shared {
@@ -90,8 +95,14 @@ impl Shared {
     /// A task was stored in channel `index`: mark its bit (the post fence),
     /// then let the sleep protocol wake a worker if none will find it.
     pub(crate) fn pushed(&self, index: usize) {
-        self.status.mark(self.channels[index].bit);
-        if self.sleep.new_jobs(1) == 0 && self.blocked.all() {
+        let channel = &self.channels[index];
+        self.status.mark(channel.bit);
+        let woken = if channel.wakes.is_empty() {
+            self.sleep.new_jobs(1)
+        } else {
+            self.sleep.new_jobs_in(&channel.wakes, 1)
+        };
+        if woken == 0 && self.blocked.all() {
             self.deadlocked();
         }
     }

@@ -160,7 +160,7 @@ impl<B: PoolBehavior> Pool<B> {
         let run = |worker: &WorkerLocal| {
             let _slice = worker::KeepSlice::of(worker);
             let context = WorkerContext::worker(&self.shared, worker);
-            let mut cursor = self.levels.cursor();
+            let mut cursor = self.levels.cursor(worker.floor);
             let mut ran = 0;
             while let Some(task) = find(self, &context, &mut cursor) {
                 execute(self, task);

@@ -18,7 +18,7 @@ use crate::core::context::{self, WorkerLocal};
 use crate::core::{ChannelInfo, CloseState, Parked, Seats, Shared};
 use crate::lifo::slot::Slot;
 use crate::lifo::watch::Watch;
-use crate::schedule::Levels;
+use crate::schedule::{Levels, Seating};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
 use crate::task::Schedule;
@@ -51,6 +51,8 @@ impl<B: PoolBehavior> OwnedPool<B> {
     pub fn new(behavior: B) -> Result<OwnedPool<B>, ConfigError> {
         let config = behavior.config();
         config.validate()?;
+        let options = behavior.level_options();
+        config.validate_options(&options)?;
         let threads = config.threads;
         let mut keys = Vec::new();
         let mut params = Vec::new();
@@ -64,7 +66,14 @@ impl<B: PoolBehavior> OwnedPool<B> {
             }
             levels.push(indices);
         }
-        let levels = Levels::new(levels, &config.schedule);
+        let max_wait: Vec<_> = options.iter().map(|o| o.max_wait).collect();
+        let levels = Levels::new(levels, &config.schedule, &max_wait);
+        // Seats `0..threads` are the worker threads', the rest guest seats
+        // (see `core::seats`): one per worker (a stand-in for it while it
+        // blocks) and one for a driving thread.
+        let seats = threads * 2 + 1;
+        let reserved: Vec<usize> = options.iter().map(|o| o.reserved_workers).collect();
+        let seating = Seating::new(&levels, &reserved, seats);
         let channels: Vec<ChannelInfo> = params
             .iter()
             .enumerate()
@@ -73,16 +82,20 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 bit: Bit::new(index),
                 complete_on_close: channel.complete_on_close,
                 uses_slot: levels.uses_slot(index),
+                level: levels.level_of(index),
+                wakes: seating.wakes[index].clone(),
             })
             .collect();
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
-        // Seats `0..threads` are the worker threads', the rest guest seats
-        // (see `core::seats`): one per worker (a stand-in for it while it
-        // blocks) and one for a driving thread.
-        let seats = threads * 2 + 1;
         let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
             .map(|index| {
-                let (local, stealers) = WorkerLocal::new(id, index, keys.len(), index >= threads);
+                let (local, stealers) = WorkerLocal::new(
+                    id,
+                    index,
+                    keys.len(),
+                    index >= threads,
+                    seating.floor[index],
+                );
                 (local, stealers.into_boxed_slice())
             })
             .unzip();
@@ -90,7 +103,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let shared = Arc::new(Shared {
             id,
             status: Status::new(keys.len()),
-            sleep: Sleep::new(seats),
+            sleep: Sleep::with_domains(seating.domain),
             close: CloseState::new(threads),
             channels: channels.into(),
             stealers: stealers.into(),

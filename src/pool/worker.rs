@@ -65,7 +65,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
 pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     let shared = &*pool.shared;
     let worker = WorkerContext::worker(shared, local);
-    let mut cursor = pool.levels.cursor();
+    let mut cursor = pool.levels.cursor(local.floor);
     let terminated = || shared.close.is_terminated();
     while !terminated() {
         let found = find(pool, &worker, &mut cursor)
@@ -114,6 +114,11 @@ fn search_idle<B: PoolBehavior>(
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
     let idle_flag = IdleFlag::set(&local.idle);
+    // A reserved worker serves only the levels down to its floor: it
+    // neither steals from nor watches the LIFO slots (whose tasks are of
+    // the lowest level), and sleeps while only lower levels have work.
+    let reserved =
+        (local.floor < pool.levels.lowest()).then(|| pool.levels.bits_down_to(local.floor));
     let found = loop {
         if stop() {
             break None;
@@ -125,6 +130,13 @@ fn search_idle<B: PoolBehavior>(
             // A channel left alone keeps its bit set: the sleep protocol
             // would search for ever. The caller backs off instead.
             break None;
+        }
+        if let Some(bits) = &reserved {
+            shared.sleep.no_work_found(&mut idle, || {
+                let work = shared.status.any_of_set(bits);
+                Check::search_if(work || shared.close.is_terminated() || stop())
+            });
+            continue;
         }
         match shared
             .watch
@@ -251,7 +263,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             return false;
         }
         let worker = WorkerContext::worker(shared, local);
-        let mut cursor = pool.levels.cursor();
+        let mut cursor = pool.levels.cursor(local.floor);
         if local.idle.get() {
             while !done() {
                 if shared.close.is_terminated() {

@@ -16,6 +16,18 @@
 //!   `new_jobs`, as `Pool::take` does), so the sleeper is woken for the
 //!   other; with a plain `set` instead, the model deadlocks.
 //!
+//! And of its domains (a worker reserved for the top level, one common):
+//! * `a_low_job_reaches_a_common_worker`: a job the reserved worker does
+//!   not serve is taken by the common one, the reserved one never taking
+//!   it;
+//! * `an_urgent_job_is_never_lost`: a top-level job posted while both go
+//!   to sleep is taken, once;
+//! * `a_reserved_workers_rest_is_handed_to_the_common_domain`: the
+//!   reserved worker, last awake idle in its domain, leaves idle while a
+//!   job whose poster counted on it waits; it hands the job on to the
+//!   common domain, whose worker sleeps (with the hand-on removed, the
+//!   model deadlocks).
+//!
 //! What the models cannot show: the final status check guards against the
 //! JEC wrapping around to the value a sleepy worker remembered (2^32
 //! events), which no exhaustive model reaches; with the final check removed
@@ -233,5 +245,207 @@ fn a_clearers_second_look_announces() {
         world.terminate();
         clearer.join().unwrap();
         sleeper.join().unwrap();
+    });
+}
+
+/// A pool of two levels (channel 0 above channel 1, each a job counter)
+/// whose worker 0 is reserved for level 0, in sleep domain 1; worker 1
+/// serves both, in the common domain 0 (see the module doc's "Domains").
+struct Reserved {
+    sleep: Sleep,
+    status: Status,
+    jobs: [AtomicUsize; 2],
+    done: AtomicBool,
+    taken: Mutex<usize>,
+    taken_changed: Condvar,
+}
+
+impl Reserved {
+    fn new() -> Arc<Reserved> {
+        Arc::new(Reserved {
+            sleep: Sleep::with_domains(vec![1, 0]),
+            status: Status::new(2),
+            jobs: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            done: AtomicBool::new(false),
+            taken: Mutex::new(0),
+            taken_changed: Condvar::new(),
+        })
+    }
+
+    /// The channels worker `index` serves.
+    fn serves(index: usize) -> &'static [usize] {
+        if index == 0 {
+            &[0]
+        } else {
+            &[0, 1]
+        }
+    }
+
+    fn take(&self, channel: usize) -> bool {
+        let jobs = &self.jobs[channel];
+        let mut n = jobs.load(Ordering::Acquire);
+        while n > 0 {
+            match jobs.compare_exchange(n, n - 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+        false
+    }
+
+    /// A job at `channel`, posted as `Shared::pushed` does: channel 0's
+    /// level is served by the reserved domain 1 first.
+    fn post(&self, channel: usize) {
+        self.jobs[channel].fetch_add(1, Ordering::Release);
+        self.status.mark(Bit::new(channel));
+        if channel == 0 {
+            self.sleep.new_jobs_in(&[1], 1);
+        } else {
+            self.sleep.new_jobs(1);
+        }
+    }
+
+    fn work_remains(&self) -> bool {
+        (0..2).any(|c| self.status.is_set(Bit::new(c)) && self.jobs[c].load(Ordering::Acquire) > 0)
+    }
+
+    /// Searches the channels `index` serves, as `Pool::take` does, until
+    /// it took a job (`true`) or saw termination.
+    fn work(&self, index: usize) -> bool {
+        let mut idle = self.sleep.start_looking(index);
+        loop {
+            for &channel in Reserved::serves(index) {
+                let bit = Bit::new(channel);
+                if !self.status.is_set(bit) {
+                    continue;
+                }
+                let mut found = self.take(channel);
+                if !found {
+                    self.status.clear(bit);
+                    found = self.take(channel);
+                    if found {
+                        self.status.mark(bit);
+                        self.sleep.new_jobs(1);
+                    }
+                }
+                if found {
+                    self.sleep.work_found(idle, || self.work_remains());
+                    self.took();
+                    return true;
+                }
+            }
+            if self.done.load(Ordering::SeqCst) {
+                return false;
+            }
+            self.sleep.no_work_found(&mut idle, || {
+                let work = Reserved::serves(index)
+                    .iter()
+                    .any(|&c| self.status.is_set(Bit::new(c)));
+                Check::search_if(work || self.done.load(Ordering::SeqCst))
+            });
+        }
+    }
+
+    fn took(&self) {
+        *lock(&self.taken) += 1;
+        self.taken_changed.notify_all();
+    }
+
+    fn wait_taken(&self, n: usize) {
+        let mut taken = lock(&self.taken);
+        while *taken < n {
+            taken = self.taken_changed.wait(taken).unwrap();
+        }
+    }
+
+    fn terminate(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.sleep.wake_all();
+    }
+}
+
+/// A low-level job is never left to the reserved worker alone: posted to
+/// the common domain, it reaches worker 1 (a poster counting on the
+/// reserved worker's idleness would leave it stranded: loom reports the
+/// deadlock).
+#[test]
+fn a_low_job_reaches_a_common_worker() {
+    loom::model(|| {
+        let world = Reserved::new();
+        let common = {
+            let world = world.clone();
+            loom::thread::spawn(move || world.work(1))
+        };
+        let reserved = {
+            let world = world.clone();
+            loom::thread::spawn(move || world.work(0))
+        };
+        world.post(1);
+        world.wait_taken(1);
+        world.terminate();
+        assert!(
+            common.join().unwrap(),
+            "the low job went to the common worker"
+        );
+        assert!(
+            !reserved.join().unwrap(),
+            "the reserved worker took no low job"
+        );
+    });
+}
+
+/// An urgent job posted while both workers go to sleep is taken: the
+/// reserved domain's protocol covers it, or the common domain's.
+#[test]
+fn an_urgent_job_is_never_lost() {
+    loom::model(|| {
+        let world = Reserved::new();
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let world = world.clone();
+                loom::thread::spawn(move || world.work(i))
+            })
+            .collect();
+        world.post(0);
+        world.wait_taken(1);
+        world.terminate();
+        let took: usize = workers
+            .into_iter()
+            .map(|w| w.join().unwrap() as usize)
+            .sum();
+        assert_eq!(took, 1, "taken once");
+    });
+}
+
+/// The gap `work_found` closes: the reserved worker leaves idle with an
+/// urgent job in hand (taken before the model starts) while a second is
+/// posted (its poster may count on the reserved worker's idleness and
+/// wake nobody), then stays busy. The common worker must hear of the
+/// second job: with the hand-on to the common domain removed, this model
+/// deadlocks.
+#[test]
+fn a_reserved_workers_rest_is_handed_to_the_common_domain() {
+    loom::model(|| {
+        let world = Reserved::new();
+        let common = {
+            let world = world.clone();
+            loom::thread::spawn(move || world.work(1))
+        };
+        // The common worker is asleep (the race with a worker going to
+        // sleep is the other models'), and worker 0 counts as idle (it
+        // searched and found).
+        while world.sleep.sleeping() == 0 {
+            loom::thread::yield_now();
+        }
+        let leaving = world.sleep.start_looking(0);
+        let poster = {
+            let world = world.clone();
+            loom::thread::spawn(move || world.post(0))
+        };
+        world.sleep.work_found(leaving, || world.work_remains());
+        poster.join().unwrap();
+        world.wait_taken(1);
+        world.terminate();
+        assert!(common.join().unwrap(), "the common worker took the job");
     });
 }

@@ -85,6 +85,32 @@
 //! Termination uses the same lock: the closer stores the `TERMINATED` phase
 //! and then visits every worker's lock, so a worker either sees the phase in
 //! step 4 or is already blocked and gets woken.
+//!
+//! # Domains: reserved workers
+//!
+//! A level may reserve workers that serve only it and the levels above it
+//! (see `schedule`). Each such group is a *domain* with its own counters
+//! and watch count; every other worker thread, and every guest seat, is in
+//! the common domain 0, whose workers serve every level. A worker counts
+//! itself idle and asleep, and checks before sleeping, in its own domain
+//! only, and its final check looks at the bits of the levels it serves.
+//! So each domain runs the protocol above unchanged, for the jobs its
+//! workers can take, and its argument holds for it alone.
+//!
+//! A poster of a job at level `l` posts it to the domains that serve `l`,
+//! nearest reservation first, and stops at the first that *covers* it:
+//! one of its workers is awake and idle, or was woken for it. The common
+//! domain comes last and is always posted to if nobody covered the job: it
+//! serves every level, and validation leaves it at least one worker. A
+//! domain that covers a job finds it by the protocol's argument. One gap
+//! is closed by `work_found`: the last awake idle worker of a reserved
+//! domain that leaves idle while work remains, with no sleeper of its own
+//! domain to hand on to, hands on to the common domain (as a new job):
+//! posters counted on it, and the common domain's sleepers did not hear
+//! of their jobs.
+//!
+//! A pool without reservations has the common domain alone: every step is
+//! the one above.
 
 mod counters;
 
@@ -119,7 +145,6 @@ pub(crate) enum Check {
 impl Check {
     /// `Search` if `work`, else `Sleep`: for a worker that has no slots to
     /// watch.
-    #[cfg(all(test, loom))]
     pub(crate) fn search_if(work: bool) -> Check {
         if work {
             Check::Search
@@ -139,6 +164,16 @@ enum Park {
     Watching,
 }
 
+/// What posting jobs to a domain did.
+#[derive(Copy, Clone, Debug)]
+struct Posted {
+    /// Sleepers woken.
+    woken: usize,
+    /// The domain's awake idle workers and those woken are as many as the
+    /// jobs: it will find them.
+    covered: bool,
+}
+
 /// One worker's parking slot.
 #[derive(Debug)]
 struct Slot {
@@ -146,12 +181,21 @@ struct Slot {
     condvar: Condvar,
 }
 
-/// The sleep state of a whole pool.
+/// The counters of one domain (see the module doc).
 #[derive(Debug)]
-pub(crate) struct Sleep {
+struct Domain {
     counters: AtomicCounters,
     /// Workers watching (see the module doc): posters poke one of them.
     watching: AtomicUsize,
+}
+
+/// The sleep state of a whole pool.
+#[derive(Debug)]
+pub(crate) struct Sleep {
+    /// Domain 0 is the common one (see the module doc).
+    domains: Box<[Domain]>,
+    /// Per slot: its domain.
+    domain_of: Box<[usize]>,
     slots: Box<[Slot]>,
 }
 
@@ -162,7 +206,7 @@ pub(crate) struct Sleep {
 /// posters from waking sleepers.
 #[derive(Debug)]
 pub(crate) struct IdleState<'a> {
-    sleep: &'a Sleep,
+    domain: &'a Domain,
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
@@ -170,16 +214,31 @@ pub(crate) struct IdleState<'a> {
 
 impl Drop for IdleState<'_> {
     fn drop(&mut self) {
-        self.sleep.counters.sub_inactive();
+        self.domain.counters.sub_inactive();
     }
 }
 
 impl Sleep {
+    /// `workers` slots, all in the common domain.
+    #[cfg(all(test, loom))]
     pub(crate) fn new(workers: usize) -> Sleep {
+        Sleep::with_domains(vec![0; workers])
+    }
+
+    /// One slot per entry of `domain_of`, which names its domain (0: the
+    /// common one; the others numbered from 1 without gaps).
+    pub(crate) fn with_domains(domain_of: Vec<usize>) -> Sleep {
+        let workers = domain_of.len();
         assert!(workers <= MAX_WORKERS, "config validation bounds workers");
+        let domains = domain_of.iter().max().map_or(1, |&d| d + 1);
         Sleep {
-            counters: AtomicCounters::new(),
-            watching: AtomicUsize::new(0),
+            domains: (0..domains)
+                .map(|_| Domain {
+                    counters: AtomicCounters::new(),
+                    watching: AtomicUsize::new(0),
+                })
+                .collect(),
+            domain_of: domain_of.into(),
             slots: (0..workers)
                 .map(|_| Slot {
                     park: Mutex::new(Park::Awake),
@@ -191,9 +250,10 @@ impl Sleep {
 
     /// The worker found no task and starts searching.
     pub(crate) fn start_looking(&self, worker: usize) -> IdleState<'_> {
-        self.counters.add_inactive();
+        let domain = &self.domains[self.domain_of[worker]];
+        domain.counters.add_inactive();
         IdleState {
-            sleep: self,
+            domain,
             worker,
             rounds: 0,
             sleepy: None,
@@ -225,17 +285,34 @@ impl Sleep {
     /// instead, by the same look. (A watcher counts itself watching before
     /// it counts itself awake, so this worker, which read it awake, sees
     /// it watching.)
+    ///
+    /// In a reserved domain (see the module doc), the last awake idle
+    /// worker with no sleeper of its own to hand on to posts the rest to
+    /// the common domain instead.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
+        let domain = idle.domain;
+        let worker = idle.worker;
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
-        let after = self.counters.sub_inactive();
-        let hand_off = after.awake_idle() == 0 && after.sleeping() > 0;
-        if hand_off || self.watching.load(Ordering::Relaxed) > 0 {
+        let after = domain.counters.sub_inactive();
+        let last = after.awake_idle() == 0;
+        let hand_off = last && after.sleeping() > 0;
+        let reserved = self.domain_of[worker] != 0;
+        if hand_off || (last && reserved) || domain.watching.load(Ordering::Relaxed) > 0 {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
+            if !more_work() {
+                return;
+            }
+            let d = self.domain_of[worker];
             // The sleeper we would wake may have turned watcher since we
             // read the counters: then poke it.
-            if more_work() && (!hand_off || self.wake_any(1) == 0) {
-                self.poke(1);
+            if hand_off && self.wake_any(d, 1) > 0 {
+                return;
+            }
+            if last && reserved {
+                self.post(0, 1);
+            } else {
+                self.poke(d, 1);
             }
         }
     }
@@ -249,7 +326,7 @@ impl Sleep {
             idle.rounds += 1;
             yield_now();
         } else if idle.sleepy.is_none() {
-            idle.sleepy = Some(self.counters.get_sleepy());
+            idle.sleepy = Some(idle.domain.counters.get_sleepy());
             yield_now();
         } else {
             self.sleep(idle, final_check);
@@ -259,8 +336,9 @@ impl Sleep {
     fn sleep(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> Check) {
         let sleepy = idle.sleepy.take().expect("only sleepy workers sleep");
         let slot = &self.slots[idle.worker];
+        let domain = idle.domain;
         let mut park = lock(&slot.park);
-        if !self.counters.try_add_sleeping(sleepy) {
+        if !domain.counters.try_add_sleeping(sleepy) {
             // A job was posted since we got sleepy: search once more, then
             // get sleepy again.
             idle.rounds = ROUNDS_UNTIL_SLEEPY;
@@ -273,7 +351,7 @@ impl Sleep {
         match final_check() {
             Check::Sleep => {}
             Check::Search => {
-                self.counters.sub_sleeping();
+                domain.counters.sub_sleeping();
                 idle.rounds = ROUNDS_UNTIL_SLEEPY;
                 return;
             }
@@ -283,9 +361,9 @@ impl Sleep {
                 // releases; see `counters`) also sees us watching, and
                 // pokes us if it counts on us.
                 *park = Park::Watching;
-                self.watching.fetch_add(1, Ordering::Relaxed);
-                self.counters.sub_sleeping();
-                self.watch(slot, park);
+                domain.watching.fetch_add(1, Ordering::Relaxed);
+                domain.counters.sub_sleeping();
+                self.watch(domain, slot, park);
                 idle.rounds = ROUNDS_UNTIL_SLEEPY;
                 return;
             }
@@ -304,7 +382,7 @@ impl Sleep {
     /// Waits one watch period, or until poked. The caller set its park to
     /// `Watching`, counted itself watching, then awake and idle; it
     /// searches afterwards (see the module doc).
-    fn watch(&self, slot: &Slot, mut park: MutexGuard<'_, Park>) {
+    fn watch(&self, domain: &Domain, slot: &Slot, mut park: MutexGuard<'_, Park>) {
         // Under loom the period may end at any moment: loom's timed wait
         // never times out, so the model waits no time at all.
         #[cfg(not(loom))]
@@ -319,13 +397,16 @@ impl Sleep {
         let _ = slot;
         *park = Park::Awake;
         drop(park);
-        self.watching.fetch_sub(1, Ordering::Relaxed);
+        domain.watching.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Workers asleep now.
+    /// Workers asleep now, in every domain.
     #[cfg(all(test, loom))]
     pub(crate) fn sleeping(&self) -> usize {
-        self.counters.load().sleeping()
+        self.domains
+            .iter()
+            .map(|d| d.counters.load().sleeping())
+            .sum()
     }
 
     /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
@@ -338,38 +419,66 @@ impl Sleep {
             return;
         }
         // The fill fence: pairs with the sleep fence and `work_found`'s.
+        // (Only the common domain's workers fill or take slots.)
         fence(Ordering::SeqCst);
-        let counters = self.counters.load();
+        let counters = self.domains[0].counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
         if others == 0 && counters.sleeping() > 0 {
-            self.wake_any(1);
+            self.wake_any(0, 1);
         }
     }
 
-    /// `n` jobs were posted (their bits already marked, see the module doc).
-    /// Returns how many sleepers it woke.
+    /// `n` jobs were posted (their bits already marked, see the module doc)
+    /// to the common domain. Returns how many sleepers it woke.
+    #[inline]
     pub(crate) fn new_jobs(&self, n: usize) -> usize {
-        let counters = self.counters.announce_job();
+        self.post(0, n).woken
+    }
+
+    /// `n` jobs were posted at a level that the reserved domains `domains`
+    /// serve (nearest first) and the common domain: posts them to each in
+    /// turn until one covers them, the common domain last (see the module
+    /// doc). Returns how many sleepers it woke.
+    pub(crate) fn new_jobs_in(&self, domains: &[usize], n: usize) -> usize {
+        let mut woken = 0;
+        for &domain in domains {
+            let posted = self.post(domain, n);
+            woken += posted.woken;
+            if posted.covered {
+                return woken;
+            }
+        }
+        woken + self.post(0, n).woken
+    }
+
+    /// Posts `n` jobs to `domain`: announces them, wakes as many sleepers
+    /// as the awake idle workers fall short of `n`.
+    fn post(&self, domain: usize, n: usize) -> Posted {
+        let d = &self.domains[domain];
+        let counters = d.counters.announce_job();
         let to_wake = n
             .saturating_sub(counters.awake_idle())
             .min(counters.sleeping());
         let woken = if to_wake > 0 {
-            self.wake_any(to_wake)
+            self.wake_any(domain, to_wake)
         } else {
             0
         };
-        if woken < n && self.watching.load(Ordering::Relaxed) > 0 {
+        if woken < n && d.watching.load(Ordering::Relaxed) > 0 {
             // An awake idle worker we count on may be a watcher, which would
             // look only when its period ends: have it look now.
-            self.poke(1);
+            self.poke(domain, 1);
         }
-        woken
+        Posted {
+            woken,
+            covered: counters.awake_idle() + woken >= n,
+        }
     }
 
-    /// Ends up to `n` watchers' periods early.
-    fn poke(&self, n: usize) {
+    /// Ends up to `n` watchers' periods early, in `domain`.
+    fn poke(&self, domain: usize, n: usize) {
         let mut poked = 0;
-        for slot in self.slots.iter() {
+        for (slot, _) in self.slots_of(domain) {
             if poked == n {
                 return;
             }
@@ -387,13 +496,25 @@ impl Sleep {
     /// it but a busy worker (one load; a hint).
     #[inline]
     pub(crate) fn all_busy(&self) -> bool {
-        self.counters.load().inactive() == 0
+        // The common domain's workers serve every level; a reserved one's
+        // idle worker may not serve the level that waits.
+        self.domains[0].counters.load().inactive() == 0
     }
 
-    /// Wakes up to `n` sleeping workers; returns how many it woke.
-    fn wake_any(&self, n: usize) -> usize {
+    /// The slots of `domain`, with their workers' indices.
+    fn slots_of(&self, domain: usize) -> impl Iterator<Item = (&Slot, usize)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(move |&(worker, _)| self.domain_of[worker] == domain)
+            .map(|(worker, slot)| (slot, worker))
+    }
+
+    /// Wakes up to `n` sleeping workers of `domain`; returns how many it
+    /// woke.
+    fn wake_any(&self, domain: usize, n: usize) -> usize {
         let mut woken = 0;
-        for worker in 0..self.slots.len() {
+        for (_, worker) in self.slots_of(domain) {
             if woken == n {
                 break;
             }
@@ -410,7 +531,9 @@ impl Sleep {
             self.wake(worker);
         }
         // Watchers would see termination when their period ends anyway.
-        self.poke(usize::MAX);
+        for domain in 0..self.domains.len() {
+            self.poke(domain, usize::MAX);
+        }
     }
 
     /// Gets `worker` searching: wakes it if it sleeps, pokes it if it
@@ -436,7 +559,7 @@ impl Sleep {
             return false;
         }
         *park = Park::Awake;
-        self.counters.sub_sleeping();
+        self.domains[self.domain_of[worker]].counters.sub_sleeping();
         // Notified after the unlock, so that the sleeper does not wake only
         // to block on the lock we still hold. Nothing is lost: it waits
         // while `Asleep`, which it reads under the lock we just released.

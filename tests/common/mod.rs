@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use smartpool::prelude::*;
+use smartpool::LevelOptions;
 
 #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
 pub enum Lv {
@@ -21,6 +22,7 @@ pub struct TwoLevels {
     threads: usize,
     schedule: ScheduleAlgorithm,
     coc: (bool, bool),
+    options: Vec<LevelOptions>,
     /// Followup calls, by the channel the task came from.
     pub followups: [AtomicUsize; 2],
 }
@@ -43,8 +45,15 @@ impl TwoLevels {
             threads,
             schedule,
             coc,
+            options: Vec::new(),
             followups: [AtomicUsize::new(0), AtomicUsize::new(0)],
         }
+    }
+
+    /// The same, with these level options.
+    pub fn with_options(mut self, options: Vec<LevelOptions>) -> TwoLevels {
+        self.options = options;
+        self
     }
 }
 
@@ -78,6 +87,10 @@ impl PoolBehavior for TwoLevels {
     fn followup(&self, from: Lv, task: RunningTask) {
         self.followups[from as usize].fetch_add(1, Ordering::SeqCst);
         self.channel(from).submit(task);
+    }
+
+    fn level_options(&self) -> Vec<LevelOptions> {
+        self.options.clone()
     }
 }
 
