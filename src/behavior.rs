@@ -115,19 +115,30 @@ pub struct LevelOptions {
     /// workers would serve every level anyway). A reserved worker inside
     /// [`block_in_place`](crate::block_in_place) hands its place to a
     /// stand-in that serves every level: the reservation lapses while it
-    /// blocks. Default 0.
+    /// blocks. A reserved worker that waits inside a task (a `scope`, a
+    /// `block_on`) runs that wait's own scoped tasks, whatever their level,
+    /// as any waiting worker does. Under `RoundRobin`, its tasks yield
+    /// ([`should_yield`](crate::should_yield)) at the end of its slice when
+    /// any other level has work, also one it does not serve. Default 0.
     pub reserved_workers: usize,
-    /// Under [`ScheduleAlgorithm::HighestFirst`]: the longest this level
-    /// waits while the levels above it keep every worker busy. Once the
-    /// level has had work waiting this long, the next worker to search
-    /// takes a task from it before any higher level's; then the level's
-    /// next task waits its own bound. So the level is served at least once
-    /// per bound: its first waiting task starts within the bound plus the
-    /// rest of the task each worker is running (tokio#4051). Not a
-    /// per-task deadline: `n` tasks queued in the level start within about
-    /// `n` bounds. Costs a clock read in each search while a bounded level
-    /// waits. Default `None` (strict priority). Zero, or any bound under
-    /// `RoundRobin` (whose slices already serve every level), is refused.
+    /// Under [`ScheduleAlgorithm::HighestFirst`]: the longest this level's
+    /// work waits while the levels above it keep the workers busy. Once it
+    /// has waited this long (counted from the push, or from when higher
+    /// work began to pass it over), the next worker to search that serves
+    /// the level takes a task from it before any higher level's; then the
+    /// level's next task waits its own bound. So the level is served at
+    /// least once per bound: its first waiting task starts within the bound
+    /// plus the rest of the task each worker is running (tokio#4051). Not
+    /// a per-task deadline: `n` tasks queued in the level start within
+    /// about `n` bounds. A task started this way still sees
+    /// [`should_yield`](crate::should_yield) say `true` while the higher
+    /// levels wait, and a cooperative task that yields then waits another
+    /// bound: check `should_yield` only after a first stretch of work.
+    /// Costs a clock read in a search that sees the level waiting, and in
+    /// a push to it while a higher level has work; nothing while no higher
+    /// level has work. Default `None` (strict priority). Zero, or any bound
+    /// under `RoundRobin` (whose slices already serve every level), is
+    /// refused.
     pub max_wait: Option<Duration>,
 }
 

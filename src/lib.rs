@@ -126,6 +126,7 @@ mod steal;
 mod sync;
 mod task;
 mod time;
+mod wait_clock;
 mod yield_now;
 
 pub use crate::core::blocked::{DeadlockReport, WorkerState};

@@ -18,27 +18,24 @@
 //! # Starvation bounds (HighestFirst)
 //!
 //! A level may have a bound, `max_wait`
-//! ([`LevelOptions::max_wait`](crate::LevelOptions::max_wait)). Such a
-//! level keeps `since`: when its current wait began (0: not waiting), in
-//! nanoseconds from the pool's epoch. A search that sees the level's bit
-//! set while `since` is 0 sets it to now; a search that sees the bit clear
-//! sets it back to 0; a task taken from the level in the normal order sets
-//! it to 0 too (the level is being served). A search that finds the level
-//! waiting for `max_wait` or more looks at it before every other level, and
-//! a task taken that way sets `since` to now: the next one waits its own
-//! bound. So while the level holds work it is served at least once per
-//! bound, whatever floods the levels above: its first task starts within
-//! the bound plus the rest of the task each worker is running, each later
-//! one within a bound of the one before. Races on `since` (two searches
-//! setting it) move it by the length of a search. The cost, only in pools
-//! that set a bound: a clock read in each search that sees a bounded level
-//! waiting.
+//! ([`LevelOptions::max_wait`](crate::LevelOptions::max_wait)), kept by
+//! its `WaitClock` (see `wait_clock` for its states and invariant). A search
+//! first asks each bounded level it serves, highest first: empty, or
+//! nothing above it has work, the clock stops; else, past the bound, the
+//! search claims the level and looks at it before every other level. So
+//! while the level holds work that higher levels keep waiting, it is served
+//! at least once per bound: its first such task starts within the bound plus
+//! the rest of the task each worker that serves the level is running, each
+//! later one within a bound of the one before. The cost, only in pools that
+//! set a bound: a clock read in a search that sees a bounded level waiting,
+//! and in a push to it while a higher level has work.
 
 use std::time::{Duration, Instant};
 
 use crate::behavior::ScheduleAlgorithm;
 use crate::status::{Bit, BitSet, Status};
-use crate::sync::{AtomicU64, Ordering};
+use crate::wait_clock::WaitClock;
+use std::sync::Arc;
 
 /// One level: its channels (indices) and their status bits.
 #[derive(Debug)]
@@ -69,13 +66,20 @@ pub(crate) struct Seating {
     /// Per channel: the reserved domains that serve its level, nearest
     /// reservation first (posters try them before the common domain).
     pub(crate) wakes: Vec<Box<[usize]>>,
+    /// Worker threads reserved (seats `0..reserved`).
+    pub(crate) reserved: usize,
 }
 
 impl Seating {
     /// `reserved[l]`: workers reserved by level `l` (a reservation of the
     /// lowest level changes nothing: it serves every level); validated to
     /// leave the common domain at least one worker thread.
-    pub(crate) fn new(levels: &Levels, reserved: &[usize], seats: usize) -> Seating {
+    pub(crate) fn new(
+        levels: &Levels,
+        reserved: &[usize],
+        threads: usize,
+        seats: usize,
+    ) -> Seating {
         let lowest = levels.lowest();
         let mut floor = Vec::with_capacity(seats);
         let mut domain = Vec::with_capacity(seats);
@@ -93,8 +97,9 @@ impl Seating {
             }
             next_domain += 1;
         }
+        let reserved = floor.len();
         assert!(
-            floor.len() < seats.max(1),
+            reserved == 0 || reserved < threads,
             "validation leaves a common worker"
         );
         floor.resize(seats, lowest);
@@ -109,6 +114,7 @@ impl Seating {
             floor,
             domain,
             wakes,
+            reserved,
         }
     }
 }
@@ -130,10 +136,9 @@ fn bit_set<'a>(bits: impl Iterator<Item = &'a Bit>) -> BitSet {
 #[derive(Debug)]
 struct Bound {
     level: usize,
-    max_wait: u64,
-    /// When the level's current wait began, in nanoseconds from the epoch
-    /// (at least 1); 0: not waiting.
-    since: AtomicU64,
+    clock: Arc<WaitClock>,
+    /// The status bits of the levels above it.
+    above: BitSet,
 }
 
 /// The levels and the policy of a pool.
@@ -145,9 +150,8 @@ pub(crate) struct Levels {
     policy: Policy,
     /// The levels with a starvation bound, highest first.
     bounds: Box<[Bound]>,
-    /// Per level: its entry in `bounds`, if any.
-    bound_of: Box<[Option<usize>]>,
-    epoch: Instant,
+    /// Per level `l`: the status bits of levels `0..=l`.
+    down_to: Box<[BitSet]>,
 }
 
 /// A worker's position in the schedule.
@@ -170,21 +174,6 @@ impl Levels {
         algorithm: &ScheduleAlgorithm,
         max_wait: &[Option<Duration>],
     ) -> Levels {
-        let bounds: Box<[Bound]> = max_wait
-            .iter()
-            .enumerate()
-            .filter_map(|(level, wait)| {
-                wait.map(|wait| Bound {
-                    level,
-                    max_wait: u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
-                    since: AtomicU64::new(0),
-                })
-            })
-            .collect();
-        let mut bound_of = vec![None; levels.len()];
-        for (index, bound) in bounds.iter().enumerate() {
-            bound_of[bound.level] = Some(index);
-        }
         let channels = levels.iter().flatten().map(|&c| c + 1).max().unwrap_or(0);
         let mut level_of = vec![0; channels];
         for (level, members) in levels.iter().enumerate() {
@@ -205,36 +194,59 @@ impl Levels {
                 ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
                 ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
             },
-            bounds,
-            bound_of: bound_of.into(),
-            epoch: Instant::now(),
+            bounds: Box::new([]),
+            down_to: Box::new([]),
         }
+        .with_bounds(max_wait)
     }
 
-    /// Nanoseconds since the epoch, at least 1 (0 means "not waiting").
-    fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(1)
+    /// Gives each level of `max_wait` that has one its clock.
+    fn with_bounds(mut self, max_wait: &[Option<Duration>]) -> Levels {
+        self.down_to = (0..self.levels.len())
+            .map(|floor| bit_set(self.levels[..=floor].iter().flat_map(|l| l.bits.iter())))
+            .collect();
+        self.bounds = max_wait
+            .iter()
+            .enumerate()
+            .filter_map(|(level, wait)| {
+                let clock = Arc::new(WaitClock::new((*wait)?));
+                let above = bit_set(self.levels[..level].iter().flat_map(|l| l.bits.iter()));
+                Some(Bound {
+                    level,
+                    clock,
+                    above,
+                })
+            })
+            .collect();
+        self
     }
 
-    /// The first bounded level (down to `floor`) that has waited its bound,
-    /// keeping every bounded level's `since` (see the module doc).
-    fn due(&self, status: &Status, floor: usize) -> Option<&Bound> {
-        let mut now = None;
+    /// Channel `channel`'s level's wait clock, if it has a bound, with the
+    /// status bits of the levels above it: a push to the channel while one
+    /// of those is set starts the clock (see `wait_clock`).
+    pub(crate) fn clock_of(&self, channel: usize) -> Option<(Arc<WaitClock>, BitSet)> {
+        let level = self.level_of[channel];
+        self.bounds
+            .iter()
+            .find(|b| b.level == level)
+            .map(|b| (b.clock.clone(), b.above.clone()))
+    }
+
+    /// The first bounded level (down to `floor`) that is due, claimed by
+    /// this search; keeps every bounded level's clock on the way (see the
+    /// module doc).
+    fn due(&self, status: &Status, floor: usize) -> Option<usize> {
         for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
-            let since = bound.since.load(Ordering::Relaxed);
-            if !status.any_of(&self.levels[bound.level].bits) {
-                if since != 0 {
-                    bound.since.store(0, Ordering::Relaxed);
-                }
+            if !status.any_of(&self.levels[bound.level].bits)
+                || !bound.above.iter().any(|&(w, m)| status.any_in(w, m))
+            {
+                bound.clock.stop();
                 continue;
             }
-            let now = *now.get_or_insert_with(|| self.now());
-            if since == 0 {
-                bound.since.store(now, Ordering::Relaxed);
-            } else if now.saturating_sub(since) >= bound.max_wait {
-                return Some(bound);
+            if let Some(since) = bound.clock.due() {
+                if bound.clock.claim(since) {
+                    return Some(bound.level);
+                }
             }
         }
         None
@@ -285,12 +297,8 @@ impl Levels {
 
     /// The status bits of levels `0..=floor` (a reserved worker's final
     /// check before sleeping looks at these).
-    pub(crate) fn bits_down_to(&self, floor: usize) -> BitSet {
-        bit_set(
-            self.levels[..=floor]
-                .iter()
-                .flat_map(|level| level.bits.iter()),
-        )
+    pub(crate) fn bits_down_to(&self, floor: usize) -> &BitSet {
+        &self.down_to[floor]
     }
 
     /// Under RoundRobin, when the slice of the level `cursor` serves ends;
@@ -362,22 +370,12 @@ impl Levels {
                 (0..count).find_map(|level| try_level(level, cursor))
             }
             Policy::HighestFirst => {
-                if let Some(bound) = self.due(status, cursor.floor) {
-                    if let Some(task) = try_level(bound.level, cursor) {
-                        bound.since.store(self.now(), Ordering::Relaxed);
+                if let Some(level) = self.due(status, cursor.floor) {
+                    if let Some(task) = try_level(level, cursor) {
                         return Some(task);
                     }
                 }
-                (0..count).find_map(|level| {
-                    let task = try_level(level, cursor)?;
-                    if let Some(index) = self.bound_of[level] {
-                        let since = &self.bounds[index].since;
-                        if since.load(Ordering::Relaxed) != 0 {
-                            since.store(0, Ordering::Relaxed);
-                        }
-                    }
-                    Some(task)
-                })
+                (0..count).find_map(|level| try_level(level, cursor))
             }
             Policy::RoundRobin(slices) => {
                 let now = Instant::now();

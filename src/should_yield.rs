@@ -9,9 +9,10 @@
 //! What it reads, all state the pool keeps anyway: the status bits of the
 //! channels the running task's level gives way to (under HighestFirst, the
 //! levels above it; under RoundRobin, every other level), and then, under
-//! HighestFirst, whether any worker is idle or asleep (the sleep counters:
-//! if one is, it takes the urgent task, and the running task need not
-//! yield); under RoundRobin, whether the worker's slice is over (a clock
+//! HighestFirst, whether any worker that serves every level is idle or
+//! asleep (the sleep counters: if one is, it takes the urgent task, and
+//! the running task need not yield; a worker reserved for some levels is
+//! not counted, see `Sleep::all_busy`); under RoundRobin, whether the worker's slice is over (a clock
 //! read, only when another level has work). A status bit may be stale (set
 //! after the last task was taken, until a search clears it): then a task
 //! yields once for nothing, which costs a trip through its channel.

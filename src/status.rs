@@ -61,17 +61,32 @@ impl Bit {
 /// Some bits of the bitfield: (word, mask) pairs, one per word touched.
 pub(crate) type BitSet = Box<[(usize, u64)]>;
 
+/// One word of the bitfield, on cache lines of its own (two, against the
+/// adjacent-line prefetcher): every search reads it, and it must not share
+/// a line with what some other thread writes.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Word(AtomicU64);
+
+impl std::ops::Deref for Word {
+    type Target = AtomicU64;
+
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// The bitfield. Any number of channels; words are added 64 bits at a time.
 #[derive(Debug)]
 pub(crate) struct Status {
-    words: Box<[AtomicU64]>,
+    words: Box<[Word]>,
 }
 
 impl Status {
     pub(crate) fn new(channels: usize) -> Status {
         let words = channels.div_ceil(64).max(1);
         Status {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            words: (0..words).map(|_| Word(AtomicU64::new(0))).collect(),
         }
     }
 

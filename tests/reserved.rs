@@ -172,3 +172,92 @@ fn close_with_reservations() {
         assert_eq!(futures::executor::block_on(h).unwrap(), i);
     }
 }
+
+/// Two levels on two threads, one reserved for the high level, without
+/// stand-ins; the deadlock handler records the report and sends 99 to the
+/// rescue channel, if set.
+struct Reporting {
+    high: VecDequeChannel,
+    low: VecDequeChannel,
+    reports: std::sync::Mutex<Vec<smartpool::DeadlockReport>>,
+    rescue: std::sync::Mutex<Option<std::sync::mpsc::Sender<u32>>>,
+}
+
+impl PoolBehavior for Reporting {
+    type ChannelKey = common::Lv;
+
+    fn config(&self) -> PoolConfig<common::Lv> {
+        PoolConfig {
+            threads: 2,
+            schedule: ScheduleAlgorithm::HighestFirst,
+            levels: vec![
+                vec![ChannelParams {
+                    key: common::Lv::High,
+                    complete_on_close: true,
+                }],
+                vec![ChannelParams {
+                    key: common::Lv::Low,
+                    complete_on_close: true,
+                }],
+            ],
+        }
+    }
+
+    fn channel(&self, key: common::Lv) -> &dyn Channel {
+        match key {
+            common::Lv::High => &self.high,
+            common::Lv::Low => &self.low,
+        }
+    }
+
+    fn level_options(&self) -> Vec<LevelOptions> {
+        vec![LevelOptions::new().reserve(1)]
+    }
+
+    fn blocking(&self) -> smartpool::BlockingConfig {
+        smartpool::BlockingConfig {
+            stand_ins: false,
+            ..Default::default()
+        }
+    }
+
+    fn deadlock(&self, report: &smartpool::DeadlockReport) {
+        self.reports.lock().unwrap().push(report.clone());
+        if let Some(tx) = self.rescue.lock().unwrap().take() {
+            let _ = tx.send(99);
+        }
+    }
+}
+
+/// The common worker blocks, waiting for a low task queued behind it that
+/// only it could run: a deadlock, although the reserved worker is idle
+/// (it does not serve the low level). It is reported, naming the low
+/// channel only.
+#[test]
+fn a_deadlock_of_the_common_workers_is_reported() {
+    let owned = OwnedPool::new(Reporting {
+        high: VecDequeChannel::new(),
+        low: VecDequeChannel::new(),
+        reports: Default::default(),
+        rescue: Default::default(),
+    })
+    .unwrap();
+    let pool = owned.pool.clone();
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    *pool.rescue.lock().unwrap() = Some(tx.clone());
+    let waiter = pool.low.exec(run(move || {
+        smartpool::block_in_place(|| rx.recv().unwrap())
+    }));
+    let _behind = pool.low.exec(run(move || tx.send(1).unwrap()));
+    assert_eq!(
+        futures::executor::block_on(waiter).unwrap(),
+        99,
+        "the handler's value"
+    );
+    let reports = pool.reports.lock().unwrap();
+    assert_eq!(reports.len(), 1, "reported once");
+    assert_eq!(reports[0].queued_channels(), &["Low".to_string()]);
+    drop(reports);
+    drop(pool);
+    futures::executor::block_on(owned.close());
+}

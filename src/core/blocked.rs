@@ -17,6 +17,14 @@
 //! read with SeqCst the count the other wrote with SeqCst, so whichever
 //! comes second sees the other's write: the state is reported.
 //!
+//! With reserved workers (see `schedule::Seating`), the *common* worker
+//! threads are the ones that serve every level: the count is theirs, and
+//! the pool is deadlocked when every common worker is blocked while a task
+//! waits that no unblocked worker serves: a task of a level no reservation
+//! covers, or any task once the reserved workers are blocked too
+//! (`Shared::deadlocked` filters the queued channels so). Without
+//! reservations every worker is common: the rule above.
+//!
 //! A report is made once per episode: the flag is set by the reporter and
 //! cleared when a worker unblocks. The check is a report, not a cure: the
 //! handler (the behavior's `deadlock`, by default an error in the log)
@@ -101,39 +109,62 @@ impl fmt::Display for DeadlockReport {
 /// The blocked worker threads of one pool.
 #[derive(Debug)]
 pub(crate) struct Blocked {
+    /// Blocked common workers (see the module doc).
     count: AtomicUsize,
+    /// Blocked reserved workers.
+    reserved_count: AtomicUsize,
+    /// Workers `0..reserved` are reserved ones.
+    reserved: usize,
     states: Box<[AtomicU8]>,
     reported: AtomicBool,
 }
 
 impl Blocked {
-    pub(crate) fn new(threads: usize) -> Blocked {
+    /// `threads` worker threads, the first `reserved` of them reserved.
+    pub(crate) fn new(threads: usize, reserved: usize) -> Blocked {
         Blocked {
             count: AtomicUsize::new(0),
+            reserved_count: AtomicUsize::new(0),
+            reserved,
             states: (0..threads).map(|_| AtomicU8::new(0)).collect(),
             reported: AtomicBool::new(false),
         }
     }
 
-    /// Worker `index` blocks as `state`; `true` if every worker thread is
-    /// blocked now (the caller checks for queued tasks).
+    fn counter(&self, index: usize) -> &AtomicUsize {
+        if index < self.reserved {
+            &self.reserved_count
+        } else {
+            &self.count
+        }
+    }
+
+    /// Worker `index` blocks as `state`; `true` if every common worker
+    /// thread is blocked now (the caller checks for queued tasks).
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> bool {
         self.states[index].store(state.code(), Ordering::SeqCst);
-        self.count.fetch_add(1, Ordering::SeqCst) + 1 == self.states.len()
+        self.counter(index).fetch_add(1, Ordering::SeqCst);
+        self.all()
     }
 
     /// Worker `index` is working again; a later deadlock is a new episode.
     pub(crate) fn unblock(&self, index: usize) {
         self.states[index].store(0, Ordering::SeqCst);
-        self.count.fetch_sub(1, Ordering::SeqCst);
+        self.counter(index).fetch_sub(1, Ordering::SeqCst);
         self.reported.store(false, Ordering::SeqCst);
     }
 
-    /// Whether every worker thread is blocked (a pool of none never is).
+    /// Whether every common worker thread is blocked (a pool of none never
+    /// is).
     #[inline]
     pub(crate) fn all(&self) -> bool {
         let n = self.count.load(Ordering::SeqCst);
-        n != 0 && n == self.states.len()
+        n != 0 && n == self.states.len() - self.reserved
+    }
+
+    /// Whether the reserved workers are all blocked too (or there are none).
+    pub(crate) fn reserved_all(&self) -> bool {
+        self.reserved_count.load(Ordering::SeqCst) == self.reserved
     }
 
     /// Claims the report of this episode: `Some(states)` once.

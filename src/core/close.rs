@@ -101,7 +101,10 @@ impl Word {
     }
 }
 
+/// On lines of its own: every counted task writes the word as it is
+/// admitted and as it ends (see `Shared`'s layout).
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct CloseState {
     /// Phase (low bits) and live count, see the module doc.
     word: AtomicU64,

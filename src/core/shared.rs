@@ -12,6 +12,8 @@ use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, BitSet, Status};
 use crate::task::RunningTask;
+use crate::wait_clock::WaitClock;
+use std::sync::Arc;
 
 /// What the pool knows of each channel.
 #[derive(Debug)]
@@ -28,6 +30,9 @@ pub(crate) struct ChannelInfo {
     /// The reserved sleep domains that serve the channel's level, nearest
     /// first (see `sleep`'s "Domains"; empty without reservations).
     pub(crate) wakes: Box<[usize]>,
+    /// If the channel's level has a starvation bound: its wait clock, and
+    /// the status bits of the levels above it (see `wait_clock`).
+    pub(crate) clock: Option<(Arc<WaitClock>, BitSet)>,
 }
 
 pub(crate) struct Shared {
@@ -97,6 +102,16 @@ impl Shared {
     pub(crate) fn pushed(&self, index: usize) {
         let channel = &self.channels[index];
         self.status.mark(channel.bit);
+        if let Some((clock, above)) = &channel.clock {
+            // Pushed while higher work keeps the level waiting: its wait
+            // starts now, if it had not (see `wait_clock`).
+            if above
+                .iter()
+                .any(|&(word, mask)| self.status.any_in(word, mask))
+            {
+                clock.start();
+            }
+        }
         let woken = if channel.wakes.is_empty() {
             self.sleep.new_jobs(1)
         } else {
@@ -131,15 +146,21 @@ impl Shared {
         if !self.seats.all_free() {
             return;
         }
+        // Tasks no unblocked worker serves: any, once the reserved workers
+        // are blocked too; else those of levels no reservation covers.
+        let everyone = self.blocked.reserved_all();
+        let queued: Vec<String> = self
+            .channels
+            .iter()
+            .filter(|c| self.status.is_set(c.bit) && (everyone || c.wakes.is_empty()))
+            .map(|c| c.name.to_string())
+            .collect();
+        if queued.is_empty() {
+            return;
+        }
         let Some(workers) = self.blocked.claim_report() else {
             return;
         };
-        let queued = self
-            .channels
-            .iter()
-            .filter(|c| self.status.is_set(c.bit))
-            .map(|c| c.name.to_string())
-            .collect();
         let report = DeadlockReport { workers, queued };
         match self.on_deadlock.get() {
             Some(handler) => handler(&report),

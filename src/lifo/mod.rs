@@ -65,7 +65,10 @@
 //! towards close keeps the pool from terminating). If its worker does not
 //! come back for it (the task that filled it goes on computing, or blocks,
 //! even waiting for this very task), some idle worker steals it, if any
-//! worker is or becomes idle:
+//! worker is or becomes idle (a worker of the sleep protocol's common
+//! domain: a worker reserved for higher levels neither fills a slot nor
+//! watches one, and the counters below are the common domain's; see
+//! `sleep`'s "Domains"):
 //!
 //! * The filler stores the task, runs a SeqCst fence (the *fill fence*),
 //!   then reads the sleep counters. If no worker but itself was awake and

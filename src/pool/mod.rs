@@ -23,6 +23,10 @@ use crate::task::{RunningTask, Schedule};
 
 /// A running pool, shared as `Arc<Pool<B>>`. Derefs to the behavior, so
 /// `pool.my_channel.exec(..)` reaches a channel field directly.
+// Over-aligned so that the `Arc`'s reference counts, which every task's
+// `Weak` to its pool writes as the task is made and freed, sit on lines of
+// their own, apart from the fields every worker reads.
+#[repr(align(128))]
 pub struct Pool<B: PoolBehavior> {
     behavior: B,
     pub(crate) shared: Arc<Shared>,
@@ -200,8 +204,25 @@ impl<B: PoolBehavior> Pool<B> {
     /// `Sleep::work_found`). A channel that panics counts as holding one
     /// (waking a worker for nothing is the safe mistake).
     fn work_remains(&self) -> bool {
+        self.channel_may_hold(0..self.keys.len())
+    }
+
+    /// [`Pool::work_remains`], for the channels whose bits are in `bits`
+    /// (a reserved worker's levels).
+    fn work_remains_in(&self, bits: &crate::status::BitSet) -> bool {
+        let channels = self.shared.channels.iter().enumerate();
+        self.channel_may_hold(channels.filter_map(|(index, c)| {
+            let (word, mask) = c.bit.parts();
+            bits.iter()
+                .any(|&(w, m)| w == word && m & mask != 0)
+                .then_some(index)
+        }))
+    }
+
+    /// Whether any of `channels` has its bit set and may hold a task.
+    fn channel_may_hold(&self, mut channels: impl Iterator<Item = usize>) -> bool {
         let status = &self.shared.status;
-        (0..self.keys.len()).any(|index| {
+        channels.any(|index| {
             status.is_set(self.shared.channels[index].bit)
                 && catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
                     .unwrap_or_else(|panic| {

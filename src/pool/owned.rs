@@ -73,7 +73,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
         // blocks) and one for a driving thread.
         let seats = threads * 2 + 1;
         let reserved: Vec<usize> = options.iter().map(|o| o.reserved_workers).collect();
-        let seating = Seating::new(&levels, &reserved, seats);
+        let seating = Seating::new(&levels, &reserved, threads, seats);
         let channels: Vec<ChannelInfo> = params
             .iter()
             .enumerate()
@@ -84,6 +84,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 uses_slot: levels.uses_slot(index),
                 level: levels.level_of(index),
                 wakes: seating.wakes[index].clone(),
+                clock: levels.clock_of(index),
             })
             .collect();
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
@@ -113,7 +114,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             seats: Seats::new(guests),
             yield_masks: levels.yield_masks(),
             round_robin: matches!(config.schedule, crate::ScheduleAlgorithm::RoundRobin(_)),
-            blocked: Blocked::new(threads),
+            blocked: Blocked::new(threads, seating.reserved),
             on_deadlock: std::sync::OnceLock::new(),
         });
         let blocking_config = behavior.blocking();

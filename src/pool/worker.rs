@@ -170,8 +170,11 @@ fn search_idle<B: PoolBehavior>(
         });
     };
     drop(idle_flag);
-    shared.sleep.work_found(idle, || {
-        pool.work_remains() || shared.others_slot_full(local.index)
+    shared.sleep.work_found(idle, || match reserved {
+        // Only the work this worker serves counted on it (see `sleep`'s
+        // "Domains").
+        Some(bits) => pool.work_remains_in(bits),
+        None => pool.work_remains() || shared.others_slot_full(local.index),
     });
     found
 }

@@ -293,10 +293,15 @@ impl Reserved {
         false
     }
 
-    /// A job at `channel`, posted as `Shared::pushed` does: channel 0's
-    /// level is served by the reserved domain 1 first.
+    /// A job at `channel`, posted as `Shared::pushed` does.
     fn post(&self, channel: usize) {
         self.jobs[channel].fetch_add(1, Ordering::Release);
+        self.announce(channel);
+    }
+
+    /// `Shared::pushed`: marks the bit and posts to the domains that serve
+    /// the channel's level (channel 0: the reserved domain 1 first).
+    fn announce(&self, channel: usize) {
         self.status.mark(Bit::new(channel));
         if channel == 0 {
             self.sleep.new_jobs_in(&[1], 1);
@@ -305,8 +310,11 @@ impl Reserved {
         }
     }
 
-    fn work_remains(&self) -> bool {
-        (0..2).any(|c| self.status.is_set(Bit::new(c)) && self.jobs[c].load(Ordering::Acquire) > 0)
+    /// `Pool::work_remains` for worker 0 (its levels only) or 1.
+    fn work_remains(&self, index: usize) -> bool {
+        Reserved::serves(index)
+            .iter()
+            .any(|&c| self.status.is_set(Bit::new(c)) && self.jobs[c].load(Ordering::Acquire) > 0)
     }
 
     /// Searches the channels `index` serves, as `Pool::take` does, until
@@ -324,12 +332,11 @@ impl Reserved {
                     self.status.clear(bit);
                     found = self.take(channel);
                     if found {
-                        self.status.mark(bit);
-                        self.sleep.new_jobs(1);
+                        self.announce(channel);
                     }
                 }
                 if found {
-                    self.sleep.work_found(idle, || self.work_remains());
+                    self.sleep.work_found(idle, || self.work_remains(index));
                     self.took();
                     return true;
                 }
@@ -442,7 +449,7 @@ fn a_reserved_workers_rest_is_handed_to_the_common_domain() {
             let world = world.clone();
             loom::thread::spawn(move || world.post(0))
         };
-        world.sleep.work_found(leaving, || world.work_remains());
+        world.sleep.work_found(leaving, || world.work_remains(0));
         poster.join().unwrap();
         world.wait_taken(1);
         world.terminate();

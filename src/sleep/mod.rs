@@ -181,19 +181,34 @@ struct Slot {
     condvar: Condvar,
 }
 
-/// The counters of one domain (see the module doc).
+/// The counters of one domain (see the module doc). Every post
+/// read-modify-writes them: on a cache line of their own (two, against the
+/// adjacent-line prefetcher), shared with nothing else.
 #[derive(Debug)]
+#[repr(align(128))]
 struct Domain {
     counters: AtomicCounters,
     /// Workers watching (see the module doc): posters poke one of them.
     watching: AtomicUsize,
 }
 
+impl Domain {
+    fn new() -> Domain {
+        Domain {
+            counters: AtomicCounters::new(),
+            watching: AtomicUsize::new(0),
+        }
+    }
+}
+
 /// The sleep state of a whole pool.
 #[derive(Debug)]
 pub(crate) struct Sleep {
-    /// Domain 0 is the common one (see the module doc).
-    domains: Box<[Domain]>,
+    /// Domain 0 (see the module doc), kept inline: a pool without
+    /// reservations reaches its counters as it did with one domain.
+    common: Domain,
+    /// Domains 1 and up.
+    reserved: Box<[Domain]>,
     /// Per slot: its domain.
     domain_of: Box<[usize]>,
     slots: Box<[Slot]>,
@@ -230,14 +245,10 @@ impl Sleep {
     pub(crate) fn with_domains(domain_of: Vec<usize>) -> Sleep {
         let workers = domain_of.len();
         assert!(workers <= MAX_WORKERS, "config validation bounds workers");
-        let domains = domain_of.iter().max().map_or(1, |&d| d + 1);
+        let reserved = domain_of.iter().max().copied().unwrap_or(0);
         Sleep {
-            domains: (0..domains)
-                .map(|_| Domain {
-                    counters: AtomicCounters::new(),
-                    watching: AtomicUsize::new(0),
-                })
-                .collect(),
+            common: Domain::new(),
+            reserved: (0..reserved).map(|_| Domain::new()).collect(),
             domain_of: domain_of.into(),
             slots: (0..workers)
                 .map(|_| Slot {
@@ -250,7 +261,7 @@ impl Sleep {
 
     /// The worker found no task and starts searching.
     pub(crate) fn start_looking(&self, worker: usize) -> IdleState<'_> {
-        let domain = &self.domains[self.domain_of[worker]];
+        let domain = self.domain(self.domain_of[worker]);
         domain.counters.add_inactive();
         IdleState {
             domain,
@@ -403,8 +414,8 @@ impl Sleep {
     /// Workers asleep now, in every domain.
     #[cfg(all(test, loom))]
     pub(crate) fn sleeping(&self) -> usize {
-        self.domains
-            .iter()
+        std::iter::once(&self.common)
+            .chain(self.reserved.iter())
             .map(|d| d.counters.load().sleeping())
             .sum()
     }
@@ -421,7 +432,7 @@ impl Sleep {
         // The fill fence: pairs with the sleep fence and `work_found`'s.
         // (Only the common domain's workers fill or take slots.)
         fence(Ordering::SeqCst);
-        let counters = self.domains[0].counters.load();
+        let counters = self.common.counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
         if others == 0 && counters.sleeping() > 0 {
             self.wake_any(0, 1);
@@ -454,7 +465,7 @@ impl Sleep {
     /// Posts `n` jobs to `domain`: announces them, wakes as many sleepers
     /// as the awake idle workers fall short of `n`.
     fn post(&self, domain: usize, n: usize) -> Posted {
-        let d = &self.domains[domain];
+        let d = self.domain(domain);
         let counters = d.counters.announce_job();
         let to_wake = n
             .saturating_sub(counters.awake_idle())
@@ -492,13 +503,26 @@ impl Sleep {
         }
     }
 
-    /// Whether no worker is idle or asleep: a new task has nobody to take
-    /// it but a busy worker (one load; a hint).
+    /// Whether no worker of the common domain is idle or asleep: a new
+    /// task has nobody to take it but a busy worker (one load; a hint). A
+    /// reserved domain's idle worker is not counted: it may not serve the
+    /// level that waits (so a task may yield to work a reserved worker was
+    /// about to take: a trip through its channel, never an inversion).
     #[inline]
     pub(crate) fn all_busy(&self) -> bool {
         // The common domain's workers serve every level; a reserved one's
         // idle worker may not serve the level that waits.
-        self.domains[0].counters.load().inactive() == 0
+        self.common.counters.load().inactive() == 0
+    }
+
+    /// Domain `domain`'s counters.
+    #[inline]
+    fn domain(&self, domain: usize) -> &Domain {
+        if domain == 0 {
+            &self.common
+        } else {
+            &self.reserved[domain - 1]
+        }
     }
 
     /// The slots of `domain`, with their workers' indices.
@@ -531,7 +555,7 @@ impl Sleep {
             self.wake(worker);
         }
         // Watchers would see termination when their period ends anyway.
-        for domain in 0..self.domains.len() {
+        for domain in 0..=self.reserved.len() {
             self.poke(domain, usize::MAX);
         }
     }
@@ -559,7 +583,7 @@ impl Sleep {
             return false;
         }
         *park = Park::Awake;
-        self.domains[self.domain_of[worker]].counters.sub_sleeping();
+        self.domain(self.domain_of[worker]).counters.sub_sleeping();
         // Notified after the unlock, so that the sleeper does not wake only
         // to block on the lock we still hold. Nothing is lost: it waits
         // while `Asleep`, which it reads under the lock we just released.
