@@ -208,6 +208,8 @@ impl Levels {
         self.bounds = max_wait
             .iter()
             .enumerate()
+            // The highest level waits for nobody: a bound there is moot.
+            .filter(|&(level, _)| level > 0)
             .filter_map(|(level, wait)| {
                 let clock = Arc::new(WaitClock::new((*wait)?));
                 let above = bit_set(self.levels[..level].iter().flat_map(|l| l.bits.iter()));
@@ -236,11 +238,17 @@ impl Levels {
     /// this search; keeps every bounded level's clock on the way (see the
     /// module doc).
     fn due(&self, status: &Status, floor: usize) -> Option<usize> {
+        let waiting = |bound: &Bound| {
+            status.any_of(&self.levels[bound.level].bits)
+                && bound.above.iter().any(|&(w, m)| status.any_in(w, m))
+        };
         for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
-            if !status.any_of(&self.levels[bound.level].bits)
-                || !bound.above.iter().any(|&(w, m)| status.any_in(w, m))
-            {
+            if !waiting(bound) {
                 bound.clock.stop();
+                // A push may have come since we looked (see `wait_clock`).
+                if waiting(bound) {
+                    bound.clock.start();
+                }
                 continue;
             }
             if let Some(since) = bound.clock.due() {
@@ -366,9 +374,13 @@ impl Levels {
             tail.iter().chain(head).find_map(|&channel| take(channel))
         };
         match &self.policy {
-            Policy::HighestFirst if self.bounds.is_empty() => {
-                (0..count).find_map(|level| try_level(level, cursor))
-            }
+            Policy::HighestFirst if self.bounds.is_empty() => (0..count).find_map(|level| {
+                let task = try_level(level, cursor)?;
+                if let Some(bound) = self.bounds.iter().find(|b| b.level == level) {
+                    bound.clock.served();
+                }
+                Some(task)
+            }),
             Policy::HighestFirst => {
                 if let Some(level) = self.due(status, cursor.floor) {
                     if let Some(task) = try_level(level, cursor) {

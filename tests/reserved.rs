@@ -261,3 +261,37 @@ fn a_deadlock_of_the_common_workers_is_reported() {
     drop(pool);
     futures::executor::block_on(owned.close());
 }
+
+/// The common worker takes the only low task (the low bit stays set
+/// after it), which submits a high task and blocks until that runs: the
+/// reserved worker runs it, so this is no deadlock, and none is reported
+/// (the stale low bit is confirmed against the channel).
+#[test]
+fn a_stale_bit_is_no_deadlock() {
+    let owned = OwnedPool::new(Reporting {
+        high: VecDequeChannel::new(),
+        low: VecDequeChannel::new(),
+        reports: Default::default(),
+        rescue: Default::default(),
+    })
+    .unwrap();
+    let pool = owned.pool.clone();
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    *pool.rescue.lock().unwrap() = Some(tx.clone());
+    let p = pool.clone();
+    let waiter = pool.low.exec(run(move || {
+        drop(p.high.exec(run(move || tx.send(1).unwrap())));
+        smartpool::block_in_place(|| rx.recv().unwrap())
+    }));
+    assert_eq!(
+        futures::executor::block_on(waiter).unwrap(),
+        1,
+        "the high task's value"
+    );
+    assert!(
+        pool.reports.lock().unwrap().is_empty(),
+        "no deadlock was reported"
+    );
+    drop(pool);
+    futures::executor::block_on(owned.close());
+}

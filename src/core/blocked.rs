@@ -17,12 +17,15 @@
 //! read with SeqCst the count the other wrote with SeqCst, so whichever
 //! comes second sees the other's write: the state is reported.
 //!
-//! With reserved workers (see `schedule::Seating`), the *common* worker
-//! threads are the ones that serve every level: the count is theirs, and
-//! the pool is deadlocked when every common worker is blocked while a task
-//! waits that no unblocked worker serves: a task of a level no reservation
-//! covers, or any task once the reserved workers are blocked too
-//! (`Shared::deadlocked` filters the queued channels so). Without
+//! With reserved workers (see `schedule::Seating`), blocked workers are
+//! counted per sleep domain: the *common* workers serve every level, a
+//! reserved domain's only its levels. The pool is deadlocked when every
+//! common worker is blocked while a task waits that no unblocked worker
+//! serves: its channel's reserved domains (`ChannelOptions::wakes`) are all
+//! blocked too. `Shared::deadlocked` keeps those channels, and asks each
+//! whether it really holds a task (a status bit may be stale, and a
+//! reserved worker never clears a lower level's). Each counter is written
+//! and read SeqCst, as the one count of the argument above. Without
 //! reservations every worker is common: the rule above.
 //!
 //! A report is made once per episode: the flag is set by the reporter and
@@ -67,8 +70,10 @@ impl WorkerState {
     }
 }
 
-/// What the pool looked like when every worker thread was blocked while
-/// tasks waited: given to [`PoolBehavior::deadlock`](crate::PoolBehavior::deadlock).
+/// What the pool looked like when every worker thread that could run the
+/// waiting tasks was blocked (every worker thread, unless some are
+/// reserved for other levels): given to
+/// [`PoolBehavior::deadlock`](crate::PoolBehavior::deadlock).
 #[derive(Debug, Clone)]
 pub struct DeadlockReport {
     pub(crate) workers: Vec<WorkerState>,
@@ -109,34 +114,36 @@ impl fmt::Display for DeadlockReport {
 /// The blocked worker threads of one pool.
 #[derive(Debug)]
 pub(crate) struct Blocked {
-    /// Blocked common workers (see the module doc).
-    count: AtomicUsize,
-    /// Blocked reserved workers.
-    reserved_count: AtomicUsize,
-    /// Workers `0..reserved` are reserved ones.
-    reserved: usize,
+    /// Per sleep domain (0: the common one): its blocked workers.
+    counts: Box<[AtomicUsize]>,
+    /// Per sleep domain: its worker threads.
+    sizes: Box<[usize]>,
+    /// Per worker thread: its domain.
+    domain_of: Box<[usize]>,
     states: Box<[AtomicU8]>,
     reported: AtomicBool,
 }
 
 impl Blocked {
-    /// `threads` worker threads, the first `reserved` of them reserved.
-    pub(crate) fn new(threads: usize, reserved: usize) -> Blocked {
+    /// One worker thread per entry of `domain_of`, which names its sleep
+    /// domain.
+    pub(crate) fn new(domain_of: &[usize]) -> Blocked {
+        let domains = domain_of.iter().max().map_or(1, |&d| d + 1);
+        let mut sizes = vec![0; domains];
+        for &d in domain_of {
+            sizes[d] += 1;
+        }
         Blocked {
-            count: AtomicUsize::new(0),
-            reserved_count: AtomicUsize::new(0),
-            reserved,
-            states: (0..threads).map(|_| AtomicU8::new(0)).collect(),
+            counts: (0..domains).map(|_| AtomicUsize::new(0)).collect(),
+            sizes: sizes.into(),
+            domain_of: domain_of.into(),
+            states: domain_of.iter().map(|_| AtomicU8::new(0)).collect(),
             reported: AtomicBool::new(false),
         }
     }
 
     fn counter(&self, index: usize) -> &AtomicUsize {
-        if index < self.reserved {
-            &self.reserved_count
-        } else {
-            &self.count
-        }
+        &self.counts[self.domain_of[index]]
     }
 
     /// Worker `index` blocks as `state`; `true` if every common worker
@@ -158,13 +165,13 @@ impl Blocked {
     /// is).
     #[inline]
     pub(crate) fn all(&self) -> bool {
-        let n = self.count.load(Ordering::SeqCst);
-        n != 0 && n == self.states.len() - self.reserved
+        let n = self.counts[0].load(Ordering::SeqCst);
+        n != 0 && n == self.sizes[0]
     }
 
-    /// Whether the reserved workers are all blocked too (or there are none).
-    pub(crate) fn reserved_all(&self) -> bool {
-        self.reserved_count.load(Ordering::SeqCst) == self.reserved
+    /// Whether every worker of reserved domain `domain` is blocked.
+    pub(crate) fn domain_all(&self, domain: usize) -> bool {
+        self.counts[domain].load(Ordering::SeqCst) == self.sizes[domain]
     }
 
     /// Claims the report of this episode: `Some(states)` once.

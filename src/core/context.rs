@@ -61,6 +61,9 @@ pub(crate) struct WorkerLocal {
     /// The lowest level this seat serves: the last, unless the seat is a
     /// worker reserved for a higher level (see `schedule::Seating`).
     pub(crate) floor: usize,
+    /// Whether the seat is a reserved worker's (`floor` above the lowest
+    /// level).
+    pub(crate) reserved: bool,
     /// The pool's shared state while a thread is this worker (for
     /// `should_yield`; taken out as it leaves, so that a free guest seat
     /// does not hold its own pool).
@@ -82,6 +85,7 @@ impl WorkerLocal {
         channels: usize,
         guest: bool,
         floor: usize,
+        reserved: bool,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
         let deques: Box<[Worker<RunningTask>]> =
             (0..channels).map(|_| Worker::new_fifo()).collect();
@@ -101,6 +105,7 @@ impl WorkerLocal {
                 stack_budget: Cell::new(0),
                 guest,
                 floor,
+                reserved,
                 shared: None,
                 slice_end: Cell::new(None),
                 hooks: Box::new(NoHooks),
@@ -385,7 +390,9 @@ fn keep_on_worker(
     crate::context::with_worker(|local: &WorkerLocal| {
         // A reserved worker keeps no task of a level it does not serve:
         // that goes where the other workers look.
-        if local.pool_id == shared.id && shared.channels[channel].level <= local.floor {
+        if local.pool_id == shared.id
+            && (!local.reserved || shared.channels[channel].level <= local.floor)
+        {
             task = keep(local, task.take().expect("kept once")).err();
         }
     });

@@ -20,4 +20,4 @@ mod shared;
 pub(crate) use close::CloseState;
 pub(crate) use parked::Parked;
 pub(crate) use seats::Seats;
-pub(crate) use shared::{ChannelInfo, Shared};
+pub(crate) use shared::{ChannelInfo, ChannelOptions, Shared};

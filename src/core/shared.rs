@@ -27,12 +27,39 @@ pub(crate) struct ChannelInfo {
     pub(crate) uses_slot: bool,
     /// The channel's level.
     pub(crate) level: usize,
+    /// What a level's options add, if any (one test on the push path for
+    /// a pool without them).
+    pub(crate) options: Option<Box<ChannelOptions>>,
+}
+
+/// What a level's options (reservations, a starvation bound) add to each
+/// of its channels.
+#[derive(Debug)]
+pub(crate) struct ChannelOptions {
     /// The reserved sleep domains that serve the channel's level, nearest
-    /// first (see `sleep`'s "Domains"; empty without reservations).
+    /// first (see `sleep`'s "Domains"; empty if no reservation covers it).
     pub(crate) wakes: Box<[usize]>,
     /// If the channel's level has a starvation bound: its wait clock, and
     /// the status bits of the levels above it (see `wait_clock`).
     pub(crate) clock: Option<(Arc<WaitClock>, BitSet)>,
+}
+
+impl ChannelOptions {
+    /// The options of a channel, if it has any.
+    pub(crate) fn of(
+        wakes: Box<[usize]>,
+        clock: Option<(Arc<WaitClock>, BitSet)>,
+    ) -> Option<Box<ChannelOptions>> {
+        (!wakes.is_empty() || clock.is_some()).then(|| Box::new(ChannelOptions { wakes, clock }))
+    }
+}
+
+impl ChannelInfo {
+    /// The reserved domains that serve the channel's level (see
+    /// [`ChannelOptions::wakes`]).
+    pub(crate) fn wakes(&self) -> &[usize] {
+        self.options.as_ref().map_or(&[], |o| &o.wakes)
+    }
 }
 
 pub(crate) struct Shared {
@@ -62,10 +89,17 @@ pub(crate) struct Shared {
     /// The behavior's deadlock handler (set once the pool exists; it
     /// catches its own panics).
     pub(crate) on_deadlock: std::sync::OnceLock<DeadlockHandler>,
+    /// Whether channel `index` may hold a task (its `may_have_tasks`,
+    /// caught; set once the pool exists): the deadlock check confirms a
+    /// status bit with it.
+    pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
 }
 
 /// What the pool calls with a deadlock report (see `blocked`).
 pub(crate) type DeadlockHandler = Box<dyn Fn(&DeadlockReport) + Send + Sync>;
+
+/// See [`Shared::channel_holds`].
+pub(crate) type ChannelHolds = Box<dyn Fn(usize) -> bool + Send + Sync>;
 
 /// A worker thread blocked (see [`Shared::block`]) until this drops.
 pub(crate) struct BlockedGuard<'a>(&'a Shared, usize);
@@ -102,7 +136,20 @@ impl Shared {
     pub(crate) fn pushed(&self, index: usize) {
         let channel = &self.channels[index];
         self.status.mark(channel.bit);
-        if let Some((clock, above)) = &channel.clock {
+        let woken = match &channel.options {
+            None => self.sleep.new_jobs(1),
+            Some(options) => self.pushed_with(options),
+        };
+        if woken == 0 && self.blocked.all() {
+            self.deadlocked();
+        }
+    }
+
+    /// `Shared::pushed` for a channel with level options.
+    #[cold]
+    #[inline(never)]
+    fn pushed_with(&self, options: &ChannelOptions) -> usize {
+        if let Some((clock, above)) = &options.clock {
             // Pushed while higher work keeps the level waiting: its wait
             // starts now, if it had not (see `wait_clock`).
             if above
@@ -112,13 +159,10 @@ impl Shared {
                 clock.start();
             }
         }
-        let woken = if channel.wakes.is_empty() {
+        if options.wakes.is_empty() {
             self.sleep.new_jobs(1)
         } else {
-            self.sleep.new_jobs_in(&channel.wakes, 1)
-        };
-        if woken == 0 && self.blocked.all() {
-            self.deadlocked();
+            self.sleep.new_jobs_in(&options.wakes, 1)
         }
     }
 
@@ -146,14 +190,18 @@ impl Shared {
         if !self.seats.all_free() {
             return;
         }
-        // Tasks no unblocked worker serves: any, once the reserved workers
-        // are blocked too; else those of levels no reservation covers.
-        let everyone = self.blocked.reserved_all();
-        let queued: Vec<String> = self
-            .channels
-            .iter()
-            .filter(|c| self.status.is_set(c.bit) && (everyone || c.wakes.is_empty()))
-            .map(|c| c.name.to_string())
+        // Tasks no unblocked worker serves: those of channels whose reserved
+        // domains are all blocked too (without reservations: any), and
+        // that hold a task (a bit may be stale).
+        let holds = self.channel_holds.get();
+        let queued: Vec<String> = (0..self.channels.len())
+            .filter(|&index| {
+                let c = &self.channels[index];
+                self.status.is_set(c.bit)
+                    && c.wakes().iter().all(|&d| self.blocked.domain_all(d))
+                    && holds.map_or(true, |holds| holds(index))
+            })
+            .map(|index| self.channels[index].name.to_string())
             .collect();
         if queued.is_empty() {
             return;

@@ -220,7 +220,7 @@ impl<B: PoolBehavior> Pool<B> {
     }
 
     /// Whether any of `channels` has its bit set and may hold a task.
-    fn channel_may_hold(&self, mut channels: impl Iterator<Item = usize>) -> bool {
+    pub(crate) fn channel_may_hold(&self, mut channels: impl Iterator<Item = usize>) -> bool {
         let status = &self.shared.status;
         channels.any(|index| {
             status.is_set(self.shared.channels[index].bit)

@@ -15,7 +15,7 @@ use crate::blocking::Blocking;
 use crate::channel::ChannelLink;
 use crate::core::blocked::Blocked;
 use crate::core::context::{self, WorkerLocal};
-use crate::core::{ChannelInfo, CloseState, Parked, Seats, Shared};
+use crate::core::{ChannelInfo, ChannelOptions, CloseState, Parked, Seats, Shared};
 use crate::lifo::slot::Slot;
 use crate::lifo::watch::Watch;
 use crate::schedule::{Levels, Seating};
@@ -83,8 +83,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 complete_on_close: channel.complete_on_close,
                 uses_slot: levels.uses_slot(index),
                 level: levels.level_of(index),
-                wakes: seating.wakes[index].clone(),
-                clock: levels.clock_of(index),
+                options: ChannelOptions::of(seating.wakes[index].clone(), levels.clock_of(index)),
             })
             .collect();
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
@@ -96,6 +95,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
                     keys.len(),
                     index >= threads,
                     seating.floor[index],
+                    index < seating.reserved,
                 );
                 (local, stealers.into_boxed_slice())
             })
@@ -104,7 +104,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let shared = Arc::new(Shared {
             id,
             status: Status::new(keys.len()),
-            sleep: Sleep::with_domains(seating.domain),
+            sleep: Sleep::with_domains(seating.domain.clone()),
             close: CloseState::new(threads),
             channels: channels.into(),
             stealers: stealers.into(),
@@ -114,8 +114,9 @@ impl<B: PoolBehavior> OwnedPool<B> {
             seats: Seats::new(guests),
             yield_masks: levels.yield_masks(),
             round_robin: matches!(config.schedule, crate::ScheduleAlgorithm::RoundRobin(_)),
-            blocked: Blocked::new(threads, seating.reserved),
+            blocked: Blocked::new(&seating.domain[..threads]),
             on_deadlock: std::sync::OnceLock::new(),
+            channel_holds: std::sync::OnceLock::new(),
         });
         let blocking_config = behavior.blocking();
         let pool = Arc::new(Pool {
@@ -132,6 +133,13 @@ impl<B: PoolBehavior> OwnedPool<B> {
             threads,
         });
         let weak = Arc::downgrade(&pool);
+        let _ = shared.channel_holds.set({
+            let weak = weak.clone();
+            Box::new(move |index| {
+                weak.upgrade()
+                    .map_or(true, |pool| pool.channel_may_hold(std::iter::once(index)))
+            })
+        });
         let _ = shared.on_deadlock.set(Box::new(move |report| {
             let Some(pool) = weak.upgrade() else { return };
             let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -66,7 +66,9 @@ fn hand_over_loses_no_wake_up_and_no_seat() {
     model.preemption_bound = Some(1);
     model.check(|| {
         let world = World::new(3);
-        let seats = Arc::new(Seats::new(vec![WorkerLocal::new(0, 2, 0, true, 0).0]));
+        let seats = Arc::new(Seats::new(vec![
+            WorkerLocal::new(0, 2, 0, true, 0, false).0,
+        ]));
         let sleeper = {
             let world = world.clone();
             loom::thread::spawn(move || serve(&world, 1, &|| false))
