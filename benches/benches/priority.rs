@@ -14,6 +14,12 @@
 //!   urgent p50 ≤ 3 µs, p99 ≤ 10 µs; background throughput with checks ≥
 //!   0.97 × without.
 //!
+//! * **W7 with a reserved worker**: the suite's W7 (a backlog of 20 µs
+//!   closures saturates both workers; one urgent task a millisecond) on a
+//!   pool whose urgent level reserves one worker, against the same pool
+//!   without the reservation; the urgent wait and the backlog's drain
+//!   time (on 2 cores the reservation halves the backlog's share).
+//!
 //! Full run: `cargo bench -p smartpool-bench --bench priority`
 //! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench priority`
 
@@ -110,13 +116,17 @@ fn main() {
     } else {
         (15, 10_000_000)
     };
-    let owned = OwnedPool::new(TwoLevels {
-        urgent: VecDequeChannel::new(),
-        normal: VecDequeChannel::new(),
-        threads: 2,
-        complete_on_close: false,
-    })
-    .expect("pool");
+    let two_levels = |reserved| {
+        OwnedPool::new(TwoLevels {
+            urgent: VecDequeChannel::new(),
+            normal: VecDequeChannel::new(),
+            threads: 2,
+            complete_on_close: false,
+            reserved,
+        })
+        .expect("pool")
+    };
+    let owned = two_levels(0);
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for rep in 0..reps {
         if rep % 2 == 0 {
@@ -174,4 +184,66 @@ fn main() {
         "  background throughput with checks: {:.3} × without (target ≥ 0.97); urgent targets p50 ≤ 3 µs, p99 ≤ 10 µs",
         dn / dw
     );
+
+    println!();
+
+    let reserved = two_levels(1);
+    let (reps, tasks) = if quick { (2, 500) } else { (4, 20_000) };
+    let (mut waits_plain, mut waits_reserved) = (empty(), empty());
+    let (mut drain_plain, mut drain_reserved) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        for k in 0..2 {
+            if (rep + k) % 2 == 0 {
+                let (waits, drained) = w7(&owned.pool, tasks);
+                waits_plain.add(&waits).expect("same bounds");
+                drain_plain.push(drained.as_secs_f64());
+            } else {
+                let (waits, drained) = w7(&reserved.pool, tasks);
+                waits_reserved.add(&waits).expect("same bounds");
+                drain_reserved.push(drained.as_secs_f64());
+            }
+        }
+    }
+    println!("W7 urgent wait under a backlog of {tasks} tasks of 20 µs, {reps} reps each");
+    row("no reservation", &waits_plain, median(drain_plain));
+    row(
+        "one worker reserved",
+        &waits_reserved,
+        median(drain_reserved),
+    );
+}
+
+/// W7, one rep: (urgent waits, backlog drain time).
+fn w7(pool: &Arc<Pool<TwoLevels>>, tasks: usize) -> (Histogram<u64>, Duration) {
+    let left = Arc::new(AtomicUsize::new(tasks));
+    let start = Instant::now();
+    for _ in 0..tasks {
+        let left = left.clone();
+        drop(pool.normal.exec(run(move || {
+            spin(Duration::from_micros(20));
+            left.fetch_sub(1, Ordering::AcqRel);
+        })));
+    }
+    let waits = Arc::new(Mutex::new(
+        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
+    ));
+    let mut urgent = Vec::new();
+    while left.load(Ordering::Acquire) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+        let (waits, submitted) = (waits.clone(), Instant::now());
+        urgent.push(pool.urgent.exec(run(move || {
+            let waited = submitted.elapsed().as_nanos() as u64;
+            waits
+                .lock()
+                .unwrap()
+                .record(waited.max(1))
+                .expect("in bounds");
+        })));
+    }
+    let drained = start.elapsed();
+    for h in urgent {
+        futures::executor::block_on(h).unwrap();
+    }
+    let waits = waits.lock().unwrap().clone();
+    (waits, drained)
 }

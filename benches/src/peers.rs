@@ -209,6 +209,8 @@ pub mod ours {
         /// Both channels `complete_on_close` (close waits for their tasks,
         /// which costs a count per task), or neither.
         pub complete_on_close: bool,
+        /// Workers reserved for the urgent level.
+        pub reserved: usize,
     }
 
     impl PoolBehavior for TwoLevels {
@@ -235,6 +237,9 @@ pub mod ours {
                 Level::Normal => &self.normal,
             }
         }
+        fn level_options(&self) -> Vec<smartpool::LevelOptions> {
+            vec![smartpool::LevelOptions::new().reserve(self.reserved)]
+        }
     }
 }
 
@@ -252,6 +257,7 @@ impl Peer for Smartpool {
                 normal: smartpool::VecDequeChannel::new(),
                 threads,
                 complete_on_close: false,
+                reserved: 0,
             })
             .expect("smartpool"),
         )
@@ -278,6 +284,7 @@ impl Peer for SmartpoolCoc {
                 normal: smartpool::VecDequeChannel::new(),
                 threads,
                 complete_on_close: true,
+                reserved: 0,
             })
             .expect("smartpool"),
         )
@@ -304,6 +311,7 @@ impl Peer for SmartpoolNoSlot {
                 normal: smartpool::VecDequeChannel::without_lifo_slot(),
                 threads,
                 complete_on_close: false,
+                reserved: 0,
             })
             .expect("smartpool"),
         )
