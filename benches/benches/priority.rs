@@ -20,6 +20,10 @@
 //!   without the reservation; the urgent wait and the backlog's drain
 //!   time (on 2 cores the reservation halves the backlog's share).
 //!
+//! * **batch submission**: `n` trivial closures submitted from outside to
+//!   an idle pool, by a loop of `exec` or by one `exec_batch`, until the
+//!   last has run; ns per task, medians of interleaved reps.
+//!
 //! Full run: `cargo bench -p smartpool-bench --bench priority`
 //! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench priority`
 
@@ -211,6 +215,84 @@ fn main() {
         &waits_reserved,
         median(drain_reserved),
     );
+    println!();
+
+    let (reps, n) = if quick { (3, 1_000) } else { (15, 100_000) };
+    let (mut looped_ns, mut batched_ns) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        for k in 0..2 {
+            let batch = (rep + k) % 2 == 0;
+            let ns = submit(&owned.pool, n, batch);
+            if batch {
+                batched_ns.push(ns);
+            } else {
+                looped_ns.push(ns);
+            }
+        }
+    }
+    let (looped_ns, batched_ns) = (median(looped_ns), median(batched_ns));
+    println!("Batch submission: {n} closures from outside to an idle pool, {reps} reps, medians");
+    println!("  a loop of exec     {looped_ns:>7.1} ns/task");
+    println!(
+        "  one exec_batch     {batched_ns:>7.1} ns/task ({:.2} ×)",
+        batched_ns / looped_ns
+    );
+
+    // Bursts: a few tasks to a pool whose workers sleep, until the last
+    // has run (the wake-up dominates).
+    let bursts = if quick { 20 } else { 2_000 };
+    for size in [2, 8] {
+        let (mut looped, mut batched) = (Vec::new(), Vec::new());
+        for rep in 0..bursts {
+            for k in 0..2 {
+                // Long enough for both workers to fall asleep.
+                std::thread::sleep(Duration::from_micros(300));
+                let batch = (rep + k) % 2 == 0;
+                let us = submit(&owned.pool, size, batch) * size as f64 / 1e3;
+                if batch {
+                    batched.push(us);
+                } else {
+                    looped.push(us);
+                }
+            }
+        }
+        println!(
+            "  bursts of {size} to sleeping workers, until the last ran: a loop {:.1} µs, a batch {:.1} µs (medians of {bursts})",
+            median(looped),
+            median(batched)
+        );
+    }
+}
+
+/// ns per task to submit `n` trivial closures from outside (one batch or a
+/// loop of `exec`) and see the last one run.
+fn submit(pool: &Arc<Pool<TwoLevels>>, n: usize, batch: bool) -> f64 {
+    let left = Arc::new(AtomicUsize::new(n));
+    let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let task = |left: Arc<AtomicUsize>, done: Arc<(Mutex<bool>, std::sync::Condvar)>| {
+        run(move || {
+            if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                *done.0.lock().unwrap() = true;
+                done.1.notify_all();
+            }
+        })
+    };
+    let start = Instant::now();
+    if batch {
+        drop(
+            pool.normal
+                .exec_batch((0..n).map(|_| task(left.clone(), done.clone()))),
+        );
+    } else {
+        for _ in 0..n {
+            drop(pool.normal.exec(task(left.clone(), done.clone())));
+        }
+    }
+    let mut finished = done.0.lock().unwrap();
+    while !*finished {
+        finished = done.1.wait(finished).unwrap();
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
 }
 
 /// W7, one rep: (urgent waits, backlog drain time).

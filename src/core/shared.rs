@@ -133,12 +133,20 @@ impl Shared {
 
     /// A task was stored in channel `index`: mark its bit (the post fence),
     /// then let the sleep protocol wake a worker if none will find it.
+    #[inline]
     pub(crate) fn pushed(&self, index: usize) {
+        self.pushed_many(index, 1);
+    }
+
+    /// `n` tasks were stored in channel `index`: marks its bit once, then
+    /// posts `n` jobs (up to `n` sleepers woken, told where the work is; see
+    /// `sleep`).
+    pub(crate) fn pushed_many(&self, index: usize, n: usize) {
         let channel = &self.channels[index];
         self.status.mark(channel.bit);
         let woken = match &channel.options {
-            None => self.sleep.new_jobs(1),
-            Some(options) => self.pushed_with(options),
+            None => self.sleep.new_jobs_at(index, n),
+            Some(options) => self.pushed_with(options, index, n),
         };
         if woken == 0 && self.blocked.all() {
             self.deadlocked();
@@ -148,7 +156,7 @@ impl Shared {
     /// `Shared::pushed` for a channel with level options.
     #[cold]
     #[inline(never)]
-    fn pushed_with(&self, options: &ChannelOptions) -> usize {
+    fn pushed_with(&self, options: &ChannelOptions, index: usize, n: usize) -> usize {
         if let Some((clock, above)) = &options.clock {
             // Pushed while higher work keeps the level waiting: its wait
             // starts now, if it had not (see `wait_clock`).
@@ -160,9 +168,9 @@ impl Shared {
             }
         }
         if options.wakes.is_empty() {
-            self.sleep.new_jobs(1)
+            self.sleep.new_jobs_at(index, n)
         } else {
-            self.sleep.new_jobs_in(&options.wakes, 1)
+            self.sleep.new_jobs_in(&options.wakes, index, n)
         }
     }
 

@@ -123,6 +123,16 @@ fn search_idle<B: PoolBehavior>(
         if stop() {
             break None;
         }
+        // Woken with a hint: that channel first, if the schedule serves
+        // its level now (under HighestFirst; RoundRobin's slices are the
+        // search's to keep).
+        if let Some(channel) = idle.take_hint() {
+            if !shared.round_robin && pool.levels.admits(&shared.status, cursor, channel) {
+                if let Some(task) = pool.take(worker, channel) {
+                    break Some(task);
+                }
+            }
+        }
         if let Some(found) = find(pool, worker, cursor) {
             break Some(found);
         }

@@ -9,6 +9,8 @@
 //! * `a_second_job_is_handed_on`: a worker that found a job while being the
 //!   last awake idle one wakes a sleeper for the rest, judging "the rest" by
 //!   the channel (not its bit, which outlives the last job);
+//! * `a_batch_reaches_both_workers`: two jobs posted as one batch reach
+//!   both sleeping workers;
 //! * `a_clearers_second_look_announces`: from the racing state (a busy
 //!   worker cleared the bit while two jobs were posted by posters that saw
 //!   it set, and an idle worker is leaving idle with a job of its own), the
@@ -216,6 +218,23 @@ fn a_second_job_is_handed_on() {
     });
 }
 
+/// A batch: two jobs stored, the bit marked once, posted as two (as
+/// `Shared::pushed_many` does) while both workers go to sleep: both jobs
+/// are taken, and the post wakes at most two.
+#[test]
+fn a_batch_reaches_both_workers() {
+    loom::model(|| {
+        let world = World::new(2);
+        let workers = spawn_workers(&world, 2);
+        world.jobs.fetch_add(2, Ordering::Release);
+        world.status.mark(Bit::new(0));
+        assert!(world.sleep.new_jobs_at(0, 2) <= 2);
+        for worker in workers {
+            assert!(worker.join().unwrap(), "a job of the batch was not taken");
+        }
+    });
+}
+
 /// See the module doc. The racing state: two jobs queued, their bit clear
 /// (worker 0 cleared it after their posters saw it set), worker 1 idle with
 /// a job of its own in hand, worker 2 searching (it will sleep: the bit is
@@ -304,7 +323,7 @@ impl Reserved {
     fn announce(&self, channel: usize) {
         self.status.mark(Bit::new(channel));
         if channel == 0 {
-            self.sleep.new_jobs_in(&[1], 1);
+            self.sleep.new_jobs_in(&[1], 0, 1);
         } else {
             self.sleep.new_jobs(1);
         }

@@ -111,6 +111,20 @@
 //!
 //! A pool without reservations has the common domain alone: every step is
 //! the one above.
+//!
+//! # Posting many jobs (`exec_batch`), and wake hints
+//!
+//! A batch of `n` jobs is stored, its bit marked once, and posted as `n`
+//! jobs at once: up to `n` sleepers woken by one read of the counters,
+//! never more than the awake idle workers fall short of (EMPER's
+//! notify-n). The argument above holds for `n` as for one.
+//!
+//! A waker that posts to a channel writes the channel into the slot of the
+//! sleeper it wakes, under the slot's lock, before it marks it awake; the
+//! woken worker takes it under the same lock and looks into that channel
+//! first, if its schedule would serve the channel's level now (so a hint
+//! never takes a worker past higher work). A hint is advice: the worker
+//! searches as always if the channel is empty, so nothing depends on it.
 
 mod counters;
 
@@ -179,6 +193,10 @@ struct Posted {
 struct Slot {
     park: Mutex<Park>,
     condvar: Condvar,
+    /// Where its waker's job is: a channel index plus one, or 0 (see the
+    /// module doc's "Wake hints"). Written by the waker under the lock,
+    /// before it sets `Awake`; taken by the woken worker under the lock.
+    hint: AtomicUsize,
 }
 
 /// The counters of one domain (see the module doc). Every post
@@ -221,10 +239,20 @@ pub(crate) struct Sleep {
 /// posters from waking sleepers.
 #[derive(Debug)]
 pub(crate) struct IdleState<'a> {
+    /// The channel the waker that woke this worker posted to, if it said
+    /// (see "Wake hints"): the worker looks there first.
+    hint: Option<usize>,
     domain: &'a Domain,
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
+}
+
+impl IdleState<'_> {
+    /// The channel its waker said its job is in, once (see "Wake hints").
+    pub(crate) fn take_hint(&mut self) -> Option<usize> {
+        self.hint.take()
+    }
 }
 
 impl Drop for IdleState<'_> {
@@ -254,6 +282,7 @@ impl Sleep {
                 .map(|_| Slot {
                     park: Mutex::new(Park::Awake),
                     condvar: Condvar::new(),
+                    hint: AtomicUsize::new(0),
                 })
                 .collect(),
         }
@@ -264,6 +293,7 @@ impl Sleep {
         let domain = self.domain(self.domain_of[worker]);
         domain.counters.add_inactive();
         IdleState {
+            hint: None,
             domain,
             worker,
             rounds: 0,
@@ -317,11 +347,11 @@ impl Sleep {
             let d = self.domain_of[worker];
             // The sleeper we would wake may have turned watcher since we
             // read the counters: then poke it.
-            if hand_off && self.wake_any(d, 1) > 0 {
+            if hand_off && self.wake_any(d, 1, 0) > 0 {
                 return;
             }
             if last && reserved {
-                self.post(0, 1);
+                self.post(0, 1, 0);
             } else {
                 self.poke(d, 1);
             }
@@ -386,7 +416,9 @@ impl Sleep {
                 .wait(park)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
-        // Our waker took us off the sleeping count. Search afresh.
+        // Our waker took us off the sleeping count, and may have said
+        // where its job is. Search afresh.
+        idle.hint = slot.hint.swap(0, Ordering::Relaxed).checked_sub(1);
         idle.rounds = 0;
     }
 
@@ -435,43 +467,52 @@ impl Sleep {
         let counters = self.common.counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
         if others == 0 && counters.sleeping() > 0 {
-            self.wake_any(0, 1);
+            self.wake_any(0, 1, 0);
         }
     }
 
     /// `n` jobs were posted (their bits already marked, see the module doc)
-    /// to the common domain. Returns how many sleepers it woke.
-    #[inline]
+    /// to the common domain, from no channel in particular. Returns how
+    /// many sleepers it woke.
+    #[cfg(all(test, loom))]
     pub(crate) fn new_jobs(&self, n: usize) -> usize {
-        self.post(0, n).woken
+        self.post(0, n, 0).woken
     }
 
-    /// `n` jobs were posted at a level that the reserved domains `domains`
-    /// serve (nearest first) and the common domain: posts them to each in
-    /// turn until one covers them, the common domain last (see the module
-    /// doc). Returns how many sleepers it woke.
-    pub(crate) fn new_jobs_in(&self, domains: &[usize], n: usize) -> usize {
+    /// `n` jobs were posted to channel `channel`, served by the common
+    /// domain: as [`Sleep::new_jobs`], and a sleeper woken for them is told
+    /// where they are (see "Wake hints").
+    #[inline]
+    pub(crate) fn new_jobs_at(&self, channel: usize, n: usize) -> usize {
+        self.post(0, n, channel + 1).woken
+    }
+
+    /// `n` jobs were posted to channel `channel`, at a level that the
+    /// reserved domains `domains` serve (nearest first) and the common
+    /// domain: posts them to each in turn until one covers them, the common
+    /// domain last (see the module doc). Returns how many sleepers it woke.
+    pub(crate) fn new_jobs_in(&self, domains: &[usize], channel: usize, n: usize) -> usize {
         let mut woken = 0;
         for &domain in domains {
-            let posted = self.post(domain, n);
+            let posted = self.post(domain, n, channel + 1);
             woken += posted.woken;
             if posted.covered {
                 return woken;
             }
         }
-        woken + self.post(0, n).woken
+        woken + self.post(0, n, channel + 1).woken
     }
 
     /// Posts `n` jobs to `domain`: announces them, wakes as many sleepers
-    /// as the awake idle workers fall short of `n`.
-    fn post(&self, domain: usize, n: usize) -> Posted {
+    /// as the awake idle workers fall short of `n`, each told `hint`.
+    fn post(&self, domain: usize, n: usize, hint: usize) -> Posted {
         let d = self.domain(domain);
         let counters = d.counters.announce_job();
         let to_wake = n
             .saturating_sub(counters.awake_idle())
             .min(counters.sleeping());
         let woken = if to_wake > 0 {
-            self.wake_any(domain, to_wake)
+            self.wake_any(domain, to_wake, hint)
         } else {
             0
         };
@@ -534,15 +575,15 @@ impl Sleep {
             .map(|(worker, slot)| (slot, worker))
     }
 
-    /// Wakes up to `n` sleeping workers of `domain`; returns how many it
-    /// woke.
-    fn wake_any(&self, domain: usize, n: usize) -> usize {
+    /// Wakes up to `n` sleeping workers of `domain`, each told `hint`;
+    /// returns how many it woke.
+    fn wake_any(&self, domain: usize, n: usize, hint: usize) -> usize {
         let mut woken = 0;
         for (_, worker) in self.slots_of(domain) {
             if woken == n {
                 break;
             }
-            if self.wake(worker) {
+            if self.wake_hinted(worker, hint) {
                 woken += 1;
             }
         }
@@ -577,11 +618,17 @@ impl Sleep {
 
     /// Wakes `worker` if it is blocked in its slot; returns whether it was.
     pub(crate) fn wake(&self, worker: usize) -> bool {
+        self.wake_hinted(worker, 0)
+    }
+
+    /// [`Sleep::wake`], telling the worker `hint` (see "Wake hints").
+    fn wake_hinted(&self, worker: usize, hint: usize) -> bool {
         let slot = &self.slots[worker];
         let mut park = lock(&slot.park);
         if *park != Park::Asleep {
             return false;
         }
+        slot.hint.store(hint, Ordering::Relaxed);
         *park = Park::Awake;
         self.domain(self.domain_of[worker]).counters.sub_sleeping();
         // Notified after the unlock, so that the sleeper does not wake only
