@@ -223,6 +223,12 @@ impl Levels {
         self
     }
 
+    /// Whether some level has a starvation bound (a worker woken with a
+    /// hint then searches as always: the hint does not know the clocks).
+    pub(crate) fn has_bounds(&self) -> bool {
+        !self.bounds.is_empty()
+    }
+
     /// Channel `channel`'s level's wait clock, if it has a bound, with the
     /// status bits of the levels above it: a push to the channel while one
     /// of those is set starts the clock (see `wait_clock`).
@@ -374,20 +380,24 @@ impl Levels {
             tail.iter().chain(head).find_map(|&channel| take(channel))
         };
         match &self.policy {
-            Policy::HighestFirst if self.bounds.is_empty() => (0..count).find_map(|level| {
-                let task = try_level(level, cursor)?;
-                if let Some(bound) = self.bounds.iter().find(|b| b.level == level) {
-                    bound.clock.served();
-                }
-                Some(task)
-            }),
+            Policy::HighestFirst if self.bounds.is_empty() => {
+                (0..count).find_map(|level| try_level(level, cursor))
+            }
             Policy::HighestFirst => {
                 if let Some(level) = self.due(status, cursor.floor) {
                     if let Some(task) = try_level(level, cursor) {
                         return Some(task);
                     }
                 }
-                (0..count).find_map(|level| try_level(level, cursor))
+                (0..count).find_map(|level| {
+                    let task = try_level(level, cursor)?;
+                    // Served in the normal order: the level's next task
+                    // waits its own bound (see `wait_clock`).
+                    if let Some(bound) = self.bounds.iter().find(|b| b.level == level) {
+                        bound.clock.served();
+                    }
+                    Some(task)
+                })
             }
             Policy::RoundRobin(slices) => {
                 let now = Instant::now();

@@ -1,10 +1,12 @@
 //! Soak: random mixes of closures and futures across levels and channels,
-//! random yields, children spawned from inside, wakes from a foreign thread
+//! random yields (plain, and `yield_if_needed`), children spawned from
+//! inside (one by one and in batches), wakes from a foreign thread
 //! and from timers, random panics, and a close at a random moment while two
 //! threads keep submitting; some tasks are aborted right after submission,
 //! and each submitter also keeps a `JoinSet` of futures, drained or
-//! dropped (aborting what is left) at the end of the round. Every task is
-//! accounted for:
+//! dropped (aborting what is left) at the end of the round. The pool has a
+//! worker reserved for the urgent level and a starvation bound on the
+//! backlog. Every task is accounted for:
 //!
 //! * its owned state is dropped exactly once (never both run and dropped
 //!   unrun, never neither);
@@ -58,7 +60,7 @@ impl PoolBehavior for Soak {
             complete_on_close: is_coc(key),
         };
         PoolConfig {
-            threads: 2,
+            threads: 3,
             schedule: ScheduleAlgorithm::HighestFirst,
             levels: vec![
                 vec![p(Ch::Urgent)],
@@ -74,6 +76,13 @@ impl PoolBehavior for Soak {
             Ch::Sharded => &self.sharded,
             Ch::Backlog => &self.backlog,
         }
+    }
+    fn level_options(&self) -> Vec<smartpool::LevelOptions> {
+        vec![
+            smartpool::LevelOptions::new().reserve(1),
+            smartpool::LevelOptions::new(),
+            smartpool::LevelOptions::new().max_wait(Duration::from_millis(2)),
+        ]
     }
     // Woken tasks are promoted, but never across the coc line.
     fn followup(&self, from: Ch, task: RunningTask) {
@@ -145,6 +154,8 @@ impl Drop for Guard {
 #[derive(Clone, Copy, Debug)]
 enum Step {
     Yield,
+    /// `yield_if_needed`: a yield only if higher work waits.
+    YieldIfNeeded,
     Reactor,
     Timer(u64),
 }
@@ -182,6 +193,12 @@ impl Future for Script {
                 Step::Yield => {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
+                }
+                Step::YieldIfNeeded => {
+                    if smartpool::should_yield() {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                 }
                 Step::Reactor => {
                     self.registered = true;
@@ -226,7 +243,11 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
         chan.try_exec(run(move || {
             let _guard = guard;
             if child {
-                drop(p2.backlog.exec(run(|| ())));
+                if id % 2 == 0 {
+                    drop(p2.backlog.exec(run(|| ())));
+                } else {
+                    drop(p2.normal.exec_batch((0..3).map(|_| run(|| ()))));
+                }
             }
             if panics {
                 panic!("soak panic {id}");
@@ -237,9 +258,10 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
         .map_err(|refused| drop(refused.into_inner()))
     } else {
         let steps = (0..rng.below(4))
-            .map(|_| match rng.below(3) {
+            .map(|_| match rng.below(4) {
                 0 => Step::Yield,
                 1 => Step::Reactor,
+                2 => Step::YieldIfNeeded,
                 _ => Step::Timer(rng.below(300)),
             })
             .collect();

@@ -28,7 +28,8 @@ pub trait Exec {
     /// there are tasks (fewer if idle workers are awake to take them;
     /// EMPER's notify-n), each told where the work is. One announcement
     /// instead of one a task, and the woken workers start together. A
-    /// batch never goes into a worker's LIFO slot.
+    /// batch never goes into a worker's LIFO slot. `futures` is collected
+    /// before the first task is stored (a panic there stores nothing).
     /// Returns the handles in order; a future the pool refuses (closing,
     /// or the channel attached to no pool) is dropped and its handle
     /// resolves to a cancellation, as with `exec`.
@@ -83,17 +84,30 @@ impl<C: Channel + ?Sized> Exec for C {
         I::Item: Future + Send + 'static,
         <I::Item as Future>::Output: Send + 'static,
     {
-        let futures = futures.into_iter();
+        // The caller's iterator runs first, before anything is stored: it
+        // may panic, or wait for the batch's own tasks, with none of them
+        // stored unannounced.
+        let futures: Vec<_> = futures.into_iter().collect();
         let Some(link) = self.link() else {
             let reason = CancelReason::ChannelNotAttached;
-            return futures.map(|_| JoinHandle::rejected(reason)).collect();
+            return futures
+                .iter()
+                .map(|_| JoinHandle::rejected(reason))
+                .collect();
         };
         let shared = &link.shared;
-        let mut handles = Vec::with_capacity(futures.size_hint().0);
-        let mut stored = 0;
+        let mut handles = Vec::with_capacity(futures.len());
+        // Announces what is stored as it drops: at each chunk's end, and if
+        // a refused future's `Drop` (user code) unwinds through here.
+        let mut stored = Unannounced {
+            channel: self,
+            link,
+            n: 0,
+        };
         for future in futures {
             let Ok(count) = shared.admit(link.index) else {
                 handles.push(JoinHandle::rejected(CancelReason::PoolClosed));
+                drop(future);
                 continue;
             };
             let (task, handle) = task::spawn(future, link.scheduler.clone());
@@ -102,20 +116,18 @@ impl<C: Channel + ?Sized> Exec for C {
             }
             shared.account(&task, link.index);
             // As in `enqueue`: a panicking push may have stored the task or
-            // dropped it (which cancels it); the bit is marked either way.
+            // dropped it (which cancels it); the bit is marked all the same,
+            // at the announcement.
             if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.push(task, link))) {
                 push_panicked(shared, link.index, panic);
             }
-            stored += 1;
             handles.push(handle);
-            if stored == BATCH_CHUNK {
-                announce(self, link, stored);
-                stored = 0;
+            stored.n += 1;
+            if stored.n == BATCH_CHUNK {
+                stored.announce();
             }
         }
-        if stored > 0 {
-            announce(self, link, stored);
-        }
+        stored.announce();
         handles
     }
 }
@@ -123,7 +135,8 @@ impl<C: Channel + ?Sized> Exec for C {
 /// A channel that takes a parameter with each task: a deadline, a position.
 /// Implement [`ExecParam::push_param`]; the pool provides the rest.
 /// ([`Channel::push`] still receives tasks without a parameter, those a
-/// followup submits: choose a default for them.)
+/// followup submits and those of [`Exec::exec`] and [`Exec::exec_batch`]:
+/// choose a default for them.)
 pub trait ExecParam: Channel {
     /// What comes with each task.
     type Param;
@@ -281,13 +294,32 @@ fn enqueue<C: Channel + ?Sized>(
 /// workers start on a long batch while the rest is still being stored.
 const BATCH_CHUNK: usize = 64;
 
-/// Announces `n` tasks just stored in `channel` (see `Exec::exec_batch`).
-fn announce<C: Channel + ?Sized>(channel: &C, link: &ChannelLink, n: usize) {
-    let shared = &link.shared;
-    shared.pushed_many(link.index, n);
-    if shared.close.is_terminated() {
-        // As in `enqueue`: the final drain may have missed the batch.
-        super::drain(channel, shared);
+/// Tasks of a batch stored in `channel` and not yet announced (see
+/// `Exec::exec_batch`): announced by [`Unannounced::announce`], or as it
+/// drops (also in an unwind), so that none is left with its bit clear.
+struct Unannounced<'a, C: Channel + ?Sized> {
+    channel: &'a C,
+    link: &'a ChannelLink,
+    n: usize,
+}
+
+impl<C: Channel + ?Sized> Unannounced<'_, C> {
+    fn announce(&mut self) {
+        if self.n == 0 {
+            return;
+        }
+        let shared = &self.link.shared;
+        shared.pushed_many(self.link.index, std::mem::take(&mut self.n));
+        if shared.close.is_terminated() {
+            // As in `enqueue`: the final drain may have missed the batch.
+            super::drain(self.channel, shared);
+        }
+    }
+}
+
+impl<C: Channel + ?Sized> Drop for Unannounced<'_, C> {
+    fn drop(&mut self) {
+        self.announce();
     }
 }
 

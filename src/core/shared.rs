@@ -141,6 +141,7 @@ impl Shared {
     /// `n` tasks were stored in channel `index`: marks its bit once, then
     /// posts `n` jobs (up to `n` sleepers woken, told where the work is; see
     /// `sleep`).
+    #[inline]
     pub(crate) fn pushed_many(&self, index: usize, n: usize) {
         let channel = &self.channels[index];
         self.status.mark(channel.bit);

@@ -124,10 +124,14 @@ fn search_idle<B: PoolBehavior>(
             break None;
         }
         // Woken with a hint: that channel first, if the schedule serves
-        // its level now (under HighestFirst; RoundRobin's slices are the
-        // search's to keep).
+        // its level now (under HighestFirst without starvation bounds;
+        // RoundRobin's slices and the bounds' clocks are the search's to
+        // keep).
         if let Some(channel) = idle.take_hint() {
-            if !shared.round_robin && pool.levels.admits(&shared.status, cursor, channel) {
+            if !shared.round_robin
+                && !pool.levels.has_bounds()
+                && pool.levels.admits(&shared.status, cursor, channel)
+            {
                 if let Some(task) = pool.take(worker, channel) {
                     break Some(task);
                 }

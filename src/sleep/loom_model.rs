@@ -443,6 +443,36 @@ fn an_urgent_job_is_never_lost() {
     });
 }
 
+/// Two urgent jobs as one batch while both workers sleep: the reserved
+/// domain takes what it can (one), the common domain the rest (one), and
+/// no more than two are woken.
+#[test]
+fn a_batch_is_split_between_the_domains() {
+    loom::model(|| {
+        let world = Reserved::new();
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let world = world.clone();
+                loom::thread::spawn(move || world.work(i))
+            })
+            .collect();
+        while world.sleep.sleeping() < 2 {
+            loom::thread::yield_now();
+        }
+        world.jobs[0].fetch_add(2, Ordering::Release);
+        world.status.mark(Bit::new(0));
+        // (One, if the woken reserved worker's hand-on woke the common one
+        // first.)
+        assert!(
+            world.sleep.new_jobs_in(&[1], 0, 2) <= 2,
+            "no more than the jobs"
+        );
+        for worker in workers {
+            assert!(worker.join().unwrap(), "each took a job");
+        }
+    });
+}
+
 /// The gap `work_found` closes: the reserved worker leaves idle with an
 /// urgent job in hand (taken before the model starts) while a second is
 /// posted (its poster may count on the reserved worker's idleness and

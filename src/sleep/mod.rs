@@ -20,7 +20,7 @@
 //! The counters (see `counters`) pack the number of inactive (idle or
 //! sleeping) workers, the number of sleeping ones, and the JEC in one word.
 //!
-//! # Posting work (`Sleep::new_jobs`)
+//! # Posting work (`Sleep::new_jobs_at`)
 //!
 //! After the task is stored and its status bit marked (`Status::mark`, with
 //! its post and set fences):
@@ -183,9 +183,9 @@ enum Park {
 struct Posted {
     /// Sleepers woken.
     woken: usize,
-    /// The domain's awake idle workers and those woken are as many as the
-    /// jobs: it will find them.
-    covered: bool,
+    /// The domain's awake idle workers and those woken: it will find as
+    /// many jobs (posting to it covered them if they are at least as many).
+    takes: usize,
 }
 
 /// One worker's parking slot.
@@ -386,7 +386,7 @@ impl Sleep {
             return;
         }
         // Sleep fence: pairs with the set fence of `Status::mark`, which a
-        // poster that set a bit runs before `new_jobs` reads the counters.
+        // poster that set a bit runs before `new_jobs_at` reads the counters.
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
         match final_check() {
@@ -480,8 +480,9 @@ impl Sleep {
     }
 
     /// `n` jobs were posted to channel `channel`, served by the common
-    /// domain: as [`Sleep::new_jobs`], and a sleeper woken for them is told
-    /// where they are (see "Wake hints").
+    /// domain (their bits already marked): announces them, wakes as many
+    /// sleepers as the awake idle workers fall short of `n`, each told
+    /// where the jobs are (see "Wake hints"). Returns how many it woke.
     #[inline]
     pub(crate) fn new_jobs_at(&self, channel: usize, n: usize) -> usize {
         self.post(0, n, channel + 1).woken
@@ -492,15 +493,18 @@ impl Sleep {
     /// domain: posts them to each in turn until one covers them, the common
     /// domain last (see the module doc). Returns how many sleepers it woke.
     pub(crate) fn new_jobs_in(&self, domains: &[usize], channel: usize, n: usize) -> usize {
-        let mut woken = 0;
+        let (mut woken, mut left) = (0, n);
         for &domain in domains {
-            let posted = self.post(domain, n, channel + 1);
+            let posted = self.post(domain, left, channel + 1);
             woken += posted.woken;
-            if posted.covered {
+            // What this domain's awake idle and woken workers will not
+            // find is the next domain's.
+            left -= posted.takes.min(left);
+            if left == 0 {
                 return woken;
             }
         }
-        woken + self.post(0, n, channel + 1).woken
+        woken + self.post(0, left, channel + 1).woken
     }
 
     /// Posts `n` jobs to `domain`: announces them, wakes as many sleepers
@@ -523,7 +527,7 @@ impl Sleep {
         }
         Posted {
             woken,
-            covered: counters.awake_idle() + woken >= n,
+            takes: counters.awake_idle() + woken,
         }
     }
 
