@@ -137,8 +137,8 @@ pub use behavior::{
 };
 pub use blocking::BlockingConfig;
 pub use channel::{
-    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
-    ShortestDeadlineFirst, Submit, VecDequeChannel,
+    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MoveError, MultiChannel,
+    Rejected, ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
 pub use join_set::JoinSet;
 pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};

@@ -20,6 +20,15 @@
 //!   without the reservation; the urgent wait and the backlog's drain
 //!   time (on 2 cores the reservation halves the backlog's share).
 //!
+//! * **W12, inversion**: the W7 backlog saturates both workers; every
+//!   2 ms a child is submitted on the low level from outside (behind the
+//!   backlog) and a high task that needs its result starts. The high task
+//!   awaits the child's `JoinHandle` (priority inheritance moves the child
+//!   to its level) or, in the baseline, a side channel the child sends on
+//!   (nothing boosts it: today's behaviour, and any other executor's).
+//!   The child's wait, from the high task's start to the child's start,
+//!   goes into a histogram. Variants alternate rep by rep.
+//!
 //! * **batch submission**: `n` trivial closures submitted from outside to
 //!   an idle pool, by a loop of `exec` or by one `exec_batch`, until the
 //!   last has run; ns per task, medians of interleaved reps.
@@ -174,8 +183,13 @@ fn main() {
         "W10 urgent wait under {tasks} background tasks of 1 ms in 1 µs steps, {reps} reps each"
     );
     let row = |name: &str, waits: &Histogram<u64>, drain: f64| {
+        let drain = if drain.is_finite() {
+            format!("  drain {drain:.3} s")
+        } else {
+            String::new()
+        };
         println!(
-            "  {name:<28} p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples)  drain {drain:.3} s",
+            "  {name:<32} p50 {:>8.1} µs  p99 {:>8.1} µs  max {:>8.1} µs  ({} samples){drain}",
             us(waits, 0.5),
             us(waits, 0.99),
             waits.max() as f64 / 1e3,
@@ -215,6 +229,26 @@ fn main() {
         &waits_reserved,
         median(drain_reserved),
     );
+    println!();
+
+    let (reps, tasks) = if quick { (2, 500) } else { (4, 20_000) };
+    let (mut waits_boost, mut waits_plain) = (empty(), empty());
+    for rep in 0..reps {
+        for k in 0..2 {
+            let inherit = (rep + k) % 2 == 0;
+            let waits = w12(&owned.pool, tasks, inherit);
+            if inherit {
+                waits_boost.add(&waits).expect("same bounds");
+            } else {
+                waits_plain.add(&waits).expect("same bounds");
+            }
+        }
+    }
+    println!(
+        "W12 inversion: a high task awaits a child queued behind {tasks} low tasks of 20 µs, {reps} reps each; the child's wait"
+    );
+    row("awaits the JoinHandle", &waits_boost, f64::NAN);
+    row("awaits a side channel (no boost)", &waits_plain, f64::NAN);
     println!();
 
     let (reps, n) = if quick { (3, 1_000) } else { (15, 100_000) };
@@ -328,4 +362,50 @@ fn w7(pool: &Arc<Pool<TwoLevels>>, tasks: usize) -> (Histogram<u64>, Duration) {
     }
     let waits = waits.lock().unwrap().clone();
     (waits, drained)
+}
+
+/// W12, one rep: the awaited children's waits.
+fn w12(pool: &Arc<Pool<TwoLevels>>, tasks: usize, inherit: bool) -> Histogram<u64> {
+    let left = Arc::new(AtomicUsize::new(tasks));
+    for _ in 0..tasks {
+        let left = left.clone();
+        drop(pool.normal.exec(run(move || {
+            spin(Duration::from_micros(20));
+            left.fetch_sub(1, Ordering::AcqRel);
+        })));
+    }
+    let waits = Arc::new(Mutex::new(
+        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
+    ));
+    let mut high = Vec::new();
+    while left.load(Ordering::Acquire) > 0 {
+        std::thread::sleep(Duration::from_millis(2));
+        let (tx, rx) = futures::channel::oneshot::channel::<Instant>();
+        let child = pool.normal.exec(run(move || {
+            let now = Instant::now();
+            let _ = tx.send(now);
+            now
+        }));
+        let waits = waits.clone();
+        high.push(pool.urgent.exec(async move {
+            let asked = Instant::now();
+            let started = if inherit {
+                child.await.unwrap()
+            } else {
+                drop(child);
+                rx.await.unwrap()
+            };
+            let waited = started.saturating_duration_since(asked).as_nanos() as u64;
+            waits
+                .lock()
+                .unwrap()
+                .record(waited.max(1))
+                .expect("in bounds");
+        }));
+    }
+    for h in high {
+        futures::executor::block_on(h).unwrap();
+    }
+    let waits = waits.lock().unwrap().clone();
+    waits
 }

@@ -249,7 +249,7 @@ fn submit_with<C: Channel + ?Sized>(
 
 /// The one path by which tasks enter a channel of their pool, `push`
 /// storing them; or, if `lifo` allows it, the calling worker's LIFO slot.
-fn enqueue<C: Channel + ?Sized>(
+pub(super) fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,
     task: RunningTask,

@@ -24,12 +24,15 @@
 mod deadline;
 mod exec;
 mod fifo;
+mod moves;
 mod multi;
 
 pub use crate::core::link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use deadline::ShortestDeadlineFirst;
 pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
+pub(crate) use moves::move_into;
+pub use moves::MoveError;
 pub use multi::MultiChannel;
 
 use crate::core::context::WorkerContext;

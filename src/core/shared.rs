@@ -116,7 +116,7 @@ impl Shared {
     /// Returns whether the task comes from a yield.
     pub(crate) fn account(&self, task: &RunningTask, index: usize) -> bool {
         let counted = self.channels[index].complete_on_close;
-        let entered = task.enter_channel();
+        let entered = task.enter_channel(index);
         match (entered.counted, counted) {
             // Into a complete_on_close channel: counted from now on (also
             // while closing: see `close`, "Why nothing is lost").

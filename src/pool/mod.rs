@@ -293,6 +293,25 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
     fn dropped_at_deadline(&self) {
         self.shared.parked.count_abandoned();
     }
+
+    /// Inheritance moves the awaited task to the waiter's channel only
+    /// when the waiter's level is higher: a wait at the same or a lower
+    /// level leaves it where it is (so inheritance only ever raises a
+    /// task, once per level, and a cycle of waits cannot loop).
+    fn boost(
+        &self,
+        waiter: usize,
+        queued: usize,
+        claim: &mut dyn FnMut(usize) -> Option<RunningTask>,
+    ) {
+        if self.levels.level_of(waiter) >= self.levels.level_of(queued) {
+            return;
+        }
+        // A refusal (closing, or the task started meanwhile) leaves it be.
+        let _ = crate::channel::move_into(self.channel_at(waiter), |index| {
+            claim(index).ok_or(crate::task::MoveRefused::Running)
+        });
+    }
 }
 
 impl<B: PoolBehavior> Deref for Pool<B> {

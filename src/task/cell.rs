@@ -11,29 +11,24 @@ use std::task::{Context, Poll};
 use futures::task::{waker_ref, ArcWake, AtomicWaker};
 
 use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget};
-use super::state::{Abort as AbortOutcome, Park, Start, State, Wake as WakeOutcome};
+use super::state::{
+    Abort as AbortOutcome, Line, MoveRefused, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
+};
 use super::Schedule;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
     pub(super) state: State,
-    /// Index of the channel the task was last taken from. Written by the
-    /// responsible party only; the state transitions order the accesses.
-    from: AtomicUsize,
-    /// Whether the task counts towards close (it sits in, or last came from,
-    /// a `complete_on_close` channel). Written by the responsible party only.
-    counted: AtomicBool,
-    /// Why the task is cancelled if its token is dropped now: a
-    /// [`CancelReason`] as its discriminant (from 1), or [`UNSET`] for "ask the pool"
-    /// (closing: `PoolClosed`; open: its channel dropped it). Written by the
-    /// responsible party only: set before a followup gets the token, unset
-    /// when the token enters a channel.
-    cancel: AtomicU8,
-    /// Set when the task is handed back after a yield, read and cleared
-    /// when it enters a channel: a yield does not go into the LIFO slot
-    /// (see `lifo`). Written by the responsible party only.
-    yielded: AtomicBool,
+    /// The entry of the cell's own token (line 0; see the parent module's
+    /// "Moves"): written by that token's holder only.
+    from: AtomicU32,
+    bits: AtomicU8,
+    /// The entry of a moved task's line while it runs or is parked (only
+    /// the counted flag of its bits is used): written by the party
+    /// responsible for the task only.
+    moved_from: AtomicU32,
+    moved_bits: AtomicU8,
     /// Where the task is registered with its pool as one that parks (see
     /// `core::parked`): its slot plus one, or 0 before its first park.
     /// Written by the responsible party only; read as the cell is freed.
@@ -54,7 +49,8 @@ impl Drop for Header {
     /// that keeps its own waker is a reference cycle: never freed, it keeps
     /// close waiting, as a future that is never woken does.)
     fn drop(&mut self) {
-        self.release_count();
+        self.own().release_count(&self.scheduler);
+        self.moved().release_count(&self.scheduler);
         let slot = self.registered.load(Ordering::Relaxed);
         if slot != 0 {
             let key = header_address(self);
@@ -63,62 +59,137 @@ impl Drop for Header {
     }
 }
 
-/// No reason recorded: see [`Header::cancel`].
+impl Header {
+    /// The entry of the cell's own token (line 0).
+    #[inline]
+    fn own(&self) -> Entry<'_> {
+        Entry {
+            from: &self.from,
+            bits: &self.bits,
+        }
+    }
+
+    /// The entry of a moved task's line, while it runs or is parked.
+    #[inline]
+    fn moved(&self) -> Entry<'_> {
+        Entry {
+            from: &self.moved_from,
+            bits: &self.moved_bits,
+        }
+    }
+
+    /// The entry of `line` while the task runs or is parked in it (read
+    /// by the party responsible for it).
+    #[inline]
+    fn line_entry(&self, line: Line) -> Entry<'_> {
+        if line == FIRST_LINE {
+            self.own()
+        } else {
+            self.moved()
+        }
+    }
+}
+
+/// In an entry's bits: the token holds a count towards close (see
+/// `core::shared::Admitted`).
+const COUNTED: u8 = 0x80;
+/// In an entry's bits: the token comes from a yield, until it enters a
+/// channel (a yield does not go into the LIFO slot, see `lifo`).
+const YIELDED: u8 = 0x40;
+/// In an entry's bits: why the task is cancelled if the token is dropped
+/// now, a [`CancelReason`] as its discriminant (from 1), or [`UNSET`] for
+/// "ask the pool" (closing: `PoolClosed`; open: its channel dropped it).
+/// Set before a followup gets the token, unset when it enters a channel.
+const CANCEL: u8 = 0x3f;
+
+/// No reason recorded: see [`CANCEL`].
 const UNSET: u8 = 0;
 
-impl Header {
-    /// Gives back the task's count towards close, if it holds one (see
-    /// `core::shared::Admitted`): as it is cancelled, is freed while
-    /// counted, or moves to a dropping channel (its completion detaches the
-    /// count first, see `Runnable::run`). Called by the party that last
-    /// wrote the counted flag (the responsible party; the poller once the
-    /// task is `COMPLETE`, when nobody else writes it), or with exclusive
-    /// access (its `Drop`).
-    fn release_count(&self) {
-        if let Some(count) = self.detach_count() {
-            give_back(count);
+/// A token's own fields (see the parent module's "Moves"): the channel it
+/// is in or was last taken from, and its bits ([`COUNTED`], [`YIELDED`],
+/// [`CANCEL`]). Only the token's holder writes them (or, for the header's
+/// `moved` entry, the party responsible for the task), so a load then a
+/// store cannot lose a write, and a change is rare: no read-modify-write
+/// on every submission or completion. Relaxed: whoever hands the token on
+/// publishes them (a queue's, a state transition's synchronisation).
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    from: &'a AtomicU32,
+    bits: &'a AtomicU8,
+}
+
+impl Entry<'_> {
+    #[inline]
+    fn from(self) -> usize {
+        self.from.load(Ordering::Relaxed) as usize
+    }
+
+    #[inline]
+    fn set_from(self, channel: usize) {
+        // Channel indices fit: a pool's channels are fewer than 2^32.
+        let channel = channel as u32;
+        if self.from.load(Ordering::Relaxed) != channel {
+            self.from.store(channel, Ordering::Relaxed);
         }
     }
 
-    /// Takes the task's count towards close out of it, if it holds one:
-    /// its pool, to be given the count back by [`give_back`] (possibly
-    /// after the cell is gone).
-    fn detach_count(&self) -> Option<PoolRef> {
-        self.swap_counted(false)
-            .then(|| PoolRef::of(&self.scheduler))
-    }
-
-    /// Records why the task is cancelled if its token is dropped now (the
-    /// responsible party only); `None`: the pool decides.
-    fn set_cancel_reason(&self, reason: Option<CancelReason>) {
-        let code = reason.map_or(UNSET, |reason| reason as u8);
-        // Rarely a change on the way into a channel: skip the store then.
-        if self.cancel.load(Ordering::Relaxed) != code {
-            self.cancel.store(code, Ordering::Relaxed);
+    /// Sets the bits under `mask` to `value`; returns the old bits.
+    #[inline]
+    fn update(self, mask: u8, value: u8) -> u8 {
+        let old = self.bits.load(Ordering::Relaxed);
+        let new = (old & !mask) | value;
+        if new != old {
+            self.bits.store(new, Ordering::Relaxed);
         }
+        old
     }
 
-    /// Why the task is being cancelled (see [`Header::cancel`]).
-    fn cancel_reason(&self) -> CancelReason {
-        match CancelReason::from_code(self.cancel.load(Ordering::Relaxed)) {
+    #[inline]
+    fn counted(self) -> bool {
+        self.bits.load(Ordering::Relaxed) & COUNTED != 0
+    }
+
+    /// Sets whether the token counts towards close; returns the old value.
+    #[inline]
+    fn swap_counted(self, counted: bool) -> bool {
+        self.update(COUNTED, if counted { COUNTED } else { 0 }) & COUNTED != 0
+    }
+
+    /// Records why the task is cancelled if its token is dropped now;
+    /// `None`: the pool decides.
+    #[inline]
+    fn set_cancel_reason(self, reason: Option<CancelReason>) {
+        self.update(CANCEL, reason.map_or(UNSET, |reason| reason as u8));
+    }
+
+    /// Why the task is being cancelled (see [`CANCEL`]).
+    fn cancel_reason(self, scheduler: &Weak<dyn Schedule>) -> CancelReason {
+        let code = self.bits.load(Ordering::Relaxed) & CANCEL;
+        match CancelReason::from_code(code) {
             Some(reason) => reason,
-            None => match self.scheduler.upgrade() {
+            None => match scheduler.upgrade() {
                 Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
                 _ => CancelReason::PoolClosed,
             },
         }
     }
 
-    /// Sets whether the task counts towards close; returns the old value.
-    /// Only the party responsible for the task writes the flag (its caller),
-    /// so a load then a store cannot lose a write; and it is rarely a
-    /// change: no read-modify-write on every submission or completion.
-    fn swap_counted(&self, counted: bool) -> bool {
-        let old = self.counted.load(Ordering::Relaxed);
-        if old != counted {
-            self.counted.store(counted, Ordering::Relaxed);
+    /// Takes the token's count towards close out of it, if it holds one:
+    /// its pool, to be given the count back by [`give_back`] (possibly
+    /// after the cell is gone).
+    #[inline]
+    fn detach_count(self, scheduler: &Weak<dyn Schedule>) -> Option<PoolRef> {
+        self.swap_counted(false).then(|| PoolRef::of(scheduler))
+    }
+
+    /// Gives back the token's count towards close, if it holds one: as
+    /// the task is cancelled, is freed while counted, moves to a dropping
+    /// channel, or the token is found stale (its completion detaches the
+    /// count first, see `TaskCell::finish`).
+    fn release_count(self, scheduler: &Weak<dyn Schedule>) {
+        if let Some(count) = self.detach_count(scheduler) {
+            give_back(count);
         }
-        old
     }
 }
 
@@ -201,8 +272,10 @@ pub(crate) fn with_polling_task<R>(f: impl FnOnce(&Weak<dyn Schedule>, usize) ->
     // the header is alive, and shared access is what every `Arc` holder
     // has.
     let header = unsafe { &*header.cast::<Header>() };
-    // `from` is written by the responsible party: this thread, polling.
-    Some(f(&header.scheduler, header.from.load(Ordering::Relaxed)))
+    // The line's entry is written by the responsible party: this thread,
+    // polling; and the line does not change while the task runs.
+    let from = header.line_entry(header.state.line()).from();
+    Some(f(&header.scheduler, from))
 }
 
 /// The future, or what it left behind.
@@ -282,9 +355,12 @@ pub(crate) enum RunOutcome {
     Pending,
 }
 
-/// Type-erased access to a task for the worker and the token.
+/// Type-erased access to a task for the worker and the token: the cell
+/// itself (its own token, line 0) or a [`Moved`] wrapper (a later line).
 trait Runnable: Send + Sync {
     fn header(&self) -> &Header;
+    /// This token's own fields.
+    fn entry(&self) -> Entry<'_>;
     fn run(self: Arc<Self>) -> RunOutcome;
     fn cancel(&self);
 }
@@ -314,57 +390,54 @@ impl RunningTask {
         self.task.header()
     }
 
-    /// Index of the channel the task was last taken from.
+    /// Index of the channel the task is in or was last taken from.
     pub(crate) fn from(&self) -> usize {
-        self.header().from.load(Ordering::Relaxed)
+        self.task.entry().from()
     }
 
     /// The token goes to the behavior's followup: returns the index of
     /// the channel the task came from, and records that a drop now is the
-    /// followup's (one header access for both).
+    /// followup's (one entry access for both).
     pub(crate) fn to_followup(&self) -> usize {
-        let header = self.header();
-        header.set_cancel_reason(Some(CancelReason::DroppedByFollowup));
-        header.from.load(Ordering::Relaxed)
+        let entry = self.task.entry();
+        entry.set_cancel_reason(Some(CancelReason::DroppedByFollowup));
+        entry.from()
     }
 
-    /// The token enters a channel: records that a drop now is the pool's
-    /// or the channel's, and clears the yield mark (one header access for
-    /// both). Returns whether the task holds a count towards close, and
-    /// whether it comes from a yield.
-    pub(crate) fn enter_channel(&self) -> Entered {
-        let header = self.header();
-        header.set_cancel_reason(None);
-        let yielded = header.yielded.load(Ordering::Relaxed);
-        if yielded {
-            header.yielded.store(false, Ordering::Relaxed);
-        }
+    /// The token enters channel `channel`: records it, records that a drop
+    /// now is the pool's or the channel's, and clears the yield mark (one
+    /// entry access). Returns whether the task holds a count towards
+    /// close, and whether it comes from a yield.
+    pub(crate) fn enter_channel(&self, channel: usize) -> Entered {
+        let entry = self.task.entry();
+        entry.set_from(channel);
+        let old = entry.update(CANCEL | YIELDED, UNSET);
         Entered {
-            counted: header.counted.load(Ordering::Relaxed),
-            yielded,
+            counted: old & COUNTED != 0,
+            yielded: old & YIELDED != 0,
         }
     }
 
     /// The task takes a count towards close (`core::shared::Admitted`);
     /// returns whether it held one already.
     pub(crate) fn take_count(&self) -> bool {
-        self.header().swap_counted(true)
+        self.task.entry().swap_counted(true)
     }
 
     /// The task gives its count towards close back, if it holds one (its
-    /// one release: see `Header::release_count`).
+    /// one release: see `Entry::release_count`).
     pub(crate) fn release_count(&self) {
-        self.header().release_count();
+        self.task.entry().release_count(&self.header().scheduler);
     }
 
     /// Marks the task as coming from a yield, until it enters a channel.
     pub(crate) fn mark_yielded(&self) {
-        self.header().yielded.store(true, Ordering::Relaxed);
+        self.task.entry().update(YIELDED, YIELDED);
     }
 
     /// Records the channel the task was taken from, for its followup.
     pub(crate) fn set_from(&self, channel: usize) {
-        self.header().from.store(channel, Ordering::Relaxed);
+        self.task.entry().set_from(channel);
     }
 
     /// Whether the task belongs to the pool behind `scheduler`.
@@ -375,7 +448,7 @@ impl RunningTask {
     /// Records why the task is cancelled if this token is dropped now;
     /// `None`: the pool decides (see [`CancelReason`]).
     pub(crate) fn set_cancel_reason(&self, reason: Option<CancelReason>) {
-        self.header().set_cancel_reason(reason);
+        self.task.entry().set_cancel_reason(reason);
     }
 
     /// Polls the task once. Catches a panic of the future.
@@ -418,10 +491,10 @@ where
         stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
             state: State::new_scheduled(),
-            from: AtomicUsize::new(0),
-            counted: AtomicBool::new(false),
-            cancel: AtomicU8::new(UNSET),
-            yielded: AtomicBool::new(false),
+            from: AtomicU32::new(0),
+            bits: AtomicU8::new(UNSET),
+            moved_from: AtomicU32::new(0),
+            moved_bits: AtomicU8::new(UNSET),
             registered: AtomicU32::new(0),
             scheduler,
             join_waker: AtomicWaker::new(),
@@ -559,10 +632,110 @@ where
         &self.header
     }
 
+    #[inline]
+    fn entry(&self) -> Entry<'_> {
+        self.header.own()
+    }
+
     fn run(self: Arc<Self>) -> RunOutcome {
-        if self.header.state.start_running() == Start::Aborted {
-            return self.finish_aborted();
+        match self.header.state.start(FIRST_LINE) {
+            Start::Poll => self.poll(FIRST_LINE),
+            Start::Aborted => self.finish_aborted(FIRST_LINE),
+            Start::Stale => {
+                let count = self.header.own().detach_count(&self.header.scheduler);
+                stale(self, count)
+            }
         }
+    }
+
+    fn cancel(&self) {
+        self.cancel_token(FIRST_LINE, self.header.own());
+    }
+}
+
+/// A token found stale (see the parent module's "Moves"): lets go of the
+/// task, then gives back the token's own count towards close, if it held
+/// one (detached by the caller).
+#[cold]
+fn stale<T>(task: Arc<T>, count: Option<PoolRef>) -> RunOutcome {
+    drop_reference(task);
+    if let Some(count) = count {
+        give_back(count);
+    }
+    RunOutcome::Completed
+}
+
+/// The token of a moved task's later line (see the parent module's
+/// "Moves"): the cell, the line, and the token's own entry.
+struct Moved<F: Future> {
+    cell: Arc<TaskCell<F>>,
+    line: Line,
+    from: AtomicU32,
+    bits: AtomicU8,
+}
+
+impl<F: Future> Drop for Moved<F> {
+    /// A count left in a wrapper (none is, in the paths that consume one:
+    /// it goes with the run, or back with the cancellation) goes back.
+    fn drop(&mut self) {
+        Entry {
+            from: &self.from,
+            bits: &self.bits,
+        }
+        .release_count(&self.cell.header.scheduler);
+    }
+}
+
+impl<F> Runnable for Moved<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn header(&self) -> &Header {
+        &self.cell.header
+    }
+
+    fn entry(&self) -> Entry<'_> {
+        Entry {
+            from: &self.from,
+            bits: &self.bits,
+        }
+    }
+
+    fn run(self: Arc<Self>) -> RunOutcome {
+        let header = &self.cell.header;
+        let start = header.state.start(self.line);
+        if start == Start::Stale {
+            let count = self.entry().detach_count(&header.scheduler);
+            return stale(self, count);
+        }
+        // Claimed: the line's fields go where the poller keeps them.
+        let moved = header.moved();
+        moved.set_from(self.entry().from());
+        let counted = self.entry().swap_counted(false);
+        let had = moved.swap_counted(counted);
+        debug_assert!(!had, "a line's count is in one place");
+        let (cell, line) = (self.cell.clone(), self.line);
+        drop(self);
+        match start {
+            Start::Poll => cell.poll(line),
+            _ => cell.finish_aborted(line),
+        }
+    }
+
+    fn cancel(&self) {
+        self.cell.cancel_token(self.line, self.entry());
+    }
+}
+
+impl<F> TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// Polls the task, whose start the caller claimed in `line`.
+    #[inline]
+    fn poll(self: Arc<Self>, line: Line) -> RunOutcome {
         // Borrows our `Arc` without a reference count of its own (two
         // atomic operations a poll, measured); a future that keeps the
         // waker clones it, which counts.
@@ -582,31 +755,31 @@ where
         // A wake of this task on this thread during the poll is recorded in
         // the thread's context (see `wake_by_ref`): no read-modify-write.
         let marker = crate::context::begin_poll(header_address(&self.header));
-        // SAFETY: (the `with_stage` contract) we consumed the token and made
-        // the state `RUNNING` above; we give the stage up only in the
+        // SAFETY: (the `with_stage` contract) we claimed the start and made
+        // the state `RUNNING`; we give the stage up only in the
         // transitions below, after this call.
         let polled = unsafe { self.with_stage(poll) };
         let woke_itself = marker.end();
         let output = match polled {
             Ok(Poll::Pending) => {
-                // Still responsible: the registration and the counted flag
+                // Still responsible: the registration and the line's entry
                 // are ours to touch (see `core::parked`). A poll that woke
                 // its own task cannot park it.
                 if !woke_itself && self.header.registered.load(Ordering::Relaxed) == 0 {
                     self.register_parked();
                 }
-                let counted = self.header.counted.load(Ordering::Relaxed);
-                match self.header.state.end_poll_pending(woke_itself) {
+                let counted = self.header.line_entry(line).counted();
+                match self.header.state.end_poll_pending(woke_itself, line) {
                     Park::Parked => {
                         self.drop_if_closing(counted);
                         drop_reference(self)
                     }
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion).
-                    Park::Requeue => schedule(RunningTask::new(self), true),
+                    Park::Requeue => schedule(self.token(line), true),
                     // Aborted during the poll: the poller, still
                     // responsible, drops the future.
-                    Park::Aborted => return self.finish_aborted(),
+                    Park::Aborted => return self.finish_aborted(line),
                 }
                 return RunOutcome::Pending;
             }
@@ -621,35 +794,75 @@ where
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
-        self.finish()
+        self.finish(line)
     }
 
-    fn cancel(&self) {
-        let reason = if self.header.state.is_aborted() {
-            CancelReason::Aborted
-        } else {
-            self.header.cancel_reason()
+    /// The holder of a token of `line` (with `entry`, its own fields) drops
+    /// it unrun: claims the task as a start would, and cancels it; a stale
+    /// token only gives back its own count.
+    fn cancel_token(&self, line: Line, entry: Entry<'_>) {
+        let reason = match self.header.state.start(line) {
+            Start::Stale => return entry.release_count(&self.header.scheduler),
+            Start::Aborted => CancelReason::Aborted,
+            Start::Poll => entry.cancel_reason(&self.header.scheduler),
         };
         // A task that counts towards close, dropped because close's
         // deadline passed (not aborted by its user meanwhile): the report
         // counts it, before its count goes back (which may end the close).
-        if reason == CancelReason::CloseTimedOut && self.header.counted.load(Ordering::Relaxed) {
+        if reason == CancelReason::CloseTimedOut && entry.counted() {
             PoolRef::of(&self.header.scheduler).with(|pool| pool.dropped_at_deadline());
         }
-        // SAFETY: (the `with_stage` contract) called by the token's holder as it drops
-        // the token, in `SCHEDULED`; `complete` hands the stage on.
+        // SAFETY: (the `with_stage` contract) the claim above made us the
+        // party responsible (`RUNNING`); `complete` hands the stage on.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
         self.complete();
         // (Never panics: `complete` and `set_stage` catch user code.)
-        self.header.release_count();
+        entry.release_count(&self.header.scheduler);
     }
-}
 
-impl<F> TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+    /// The token for the task in `line`, made by the party responsible
+    /// for it (the poller, or a waker, aborter or close's sweep that
+    /// claimed it): the cell itself in line 0, else a [`Moved`] wrapper
+    /// that takes the line's fields over.
+    #[inline]
+    fn token(self: Arc<Self>, line: Line) -> RunningTask {
+        if line == FIRST_LINE {
+            RunningTask::new(self)
+        } else {
+            self.moved_token(line)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn moved_token(self: Arc<Self>, line: Line) -> RunningTask {
+        let moved = self.header.moved();
+        let from = moved.from() as u32;
+        let bits = if moved.swap_counted(false) {
+            COUNTED
+        } else {
+            UNSET
+        };
+        RunningTask::new(Arc::new(Moved {
+            cell: self,
+            line,
+            from: AtomicU32::new(from),
+            bits: AtomicU8::new(bits),
+        }))
+    }
+
+    /// The channel the task is queued in, if it is queued and was never
+    /// moved (a hint: its own token's entry, which its holder may be
+    /// writing). A moved task's queued token is a wrapper the cell does not
+    /// reach: `None`.
+    pub(super) fn queued_in(&self) -> Option<usize> {
+        let header = &self.header;
+        header
+            .state
+            .is_queued_in(FIRST_LINE)
+            .then(|| header.own().from())
+    }
+
     /// Replaces the future by a cancellation for `reason`, with the reason
     /// readable while the future drops (see `task::cancelling`).
     fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
@@ -691,12 +904,13 @@ where
     /// the behavior's followup, which might keep it; else hands it back to
     /// the pool (a spurious wake).
     fn close_wake(self: &Arc<Self>) {
-        if self.header.state.wake() != WakeOutcome::Claimed {
+        let WakeOutcome::Claimed(line) = self.header.state.wake() else {
             return;
-        }
-        let token = RunningTask::new(self.clone());
-        // Claimed: we are responsible, and `counted` is ours to read.
-        if !self.header.counted.load(Ordering::Relaxed) {
+        };
+        // Claimed: we are responsible, and the line's entry is ours to read.
+        let counted = self.header.line_entry(line).counted();
+        let token = self.clone().token(line);
+        if !counted {
             token.set_cancel_reason(Some(CancelReason::PoolClosed));
             return drop(token);
         }
@@ -713,21 +927,25 @@ where
     /// The poller (`RUNNING`, or `SCHEDULED` after an abort at the end of
     /// a poll) drops the aborted future and completes the task.
     #[cold]
-    fn finish_aborted(self: Arc<Self>) -> RunOutcome {
+    fn finish_aborted(self: Arc<Self>, line: Line) -> RunOutcome {
         // SAFETY: (the `with_stage` contract) the caller is the poller,
         // responsible until `complete` in `finish`.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, CancelReason::Aborted)) };
-        self.finish()
+        self.finish(line)
     }
 
-    /// The stage holds the outcome: completes the task and lets go of it.
-    fn finish(self: Arc<Self>) -> RunOutcome {
+    /// The stage holds the outcome: completes the task (run in `line`)
+    /// and lets go of it.
+    fn finish(self: Arc<Self>, line: Line) -> RunOutcome {
         self.complete();
         // The count goes back after the worker lets go of the cell: if that
         // is the last reference, the output's destructor (user code, which
         // may submit more work) runs while the pool still waits for this
         // task, as it did when the worker gave the count back.
-        let count = self.header.detach_count();
+        let count = self
+            .header
+            .line_entry(line)
+            .detach_count(&self.header.scheduler);
         drop_reference(self);
         if let Some(count) = count {
             give_back(count);
@@ -742,16 +960,49 @@ where
     F::Output: Send + 'static,
 {
     fn abort(self: Arc<Self>) {
-        if self.header.state.abort() == AbortOutcome::Claimed {
+        if let AbortOutcome::Claimed(line) = self.header.state.abort() {
             // Claimed as a wake would: the pool drops the future when it
             // runs the token (or at once, if the pool is gone).
-            schedule(RunningTask::new(self), false);
+            schedule(self.token(line), false);
         }
     }
 
     fn is_complete(&self) -> bool {
         self.header.state.is_complete()
     }
+
+    fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool {
+        Weak::ptr_eq(&self.header.scheduler, scheduler)
+    }
+
+    /// The new line's token holds no count towards close (the channel it
+    /// enters gives it one) and names `channel` as where it is.
+    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveRefused> {
+        let line = self.header.state.move_line()?;
+        Ok(RunningTask::new(Arc::new(Moved {
+            cell: self,
+            line,
+            from: AtomicU32::new(channel as u32),
+            bits: AtomicU8::new(UNSET),
+        })))
+    }
+}
+
+/// Priority inheritance: `task`, queued in channel `channel`, is awaited by
+/// the task this thread polls. If that one is of the same pool, the pool
+/// moves `task` to the waiter's channel when the waiter's level is higher
+/// (see [`Schedule::boost`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
+    with_polling_task(|scheduler, waiter| {
+        if !task.belongs_to(scheduler) {
+            return;
+        }
+        PoolRef::of(scheduler).with(|pool| {
+            pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to).ok());
+        });
+    });
 }
 
 impl<F> ArcWake for TaskCell<F>
@@ -769,8 +1020,8 @@ where
         if crate::context::wake_polling(header_address(&arc_self.header)) {
             return;
         }
-        if arc_self.header.state.wake() == WakeOutcome::Claimed {
-            schedule(RunningTask::new(arc_self.clone()), false);
+        if let WakeOutcome::Claimed(line) = arc_self.header.state.wake() {
+            schedule(arc_self.clone().token(line), false);
         }
     }
 }

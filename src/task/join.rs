@@ -9,6 +9,8 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use super::cell::{Stage, TaskCell};
+use super::state::MoveRefused;
+use super::{RunningTask, Schedule};
 use crate::sync::Ordering;
 
 /// Read access to a finished task's output.
@@ -24,15 +26,24 @@ pub(super) trait JoinTarget<T>: Send + Sync {
     unsafe fn take_output(&self) -> Result<T, JoinError>;
     /// The handle is gone: nobody will await the task.
     fn detach(&self);
+    /// The channel the task is queued in, if it is (a hint, for priority
+    /// inheritance: see [`JoinHandle`]'s `poll`).
+    fn queued_in(&self) -> Option<usize>;
     /// The same task, to abort.
     fn into_abort(self: Arc<Self>) -> Arc<dyn Abort>;
 }
 
-/// Aborting a task, whatever its output type.
-pub(super) trait Abort: Send + Sync {
+/// Controlling a task, whatever its output type: aborting it, moving it.
+pub(crate) trait Abort: Send + Sync {
     /// Asks for the task to be dropped (see the module doc's "Abort").
     fn abort(self: Arc<Self>);
     fn is_complete(&self) -> bool;
+    /// Whether the task belongs to the pool behind `scheduler`.
+    fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool;
+    /// A move (see the parent module's "Moves"): if the task is queued,
+    /// claims it and returns the token of its new line, to be queued in
+    /// channel `channel`.
+    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveRefused>;
 }
 
 impl<F> JoinTarget<F::Output> for TaskCell<F>
@@ -54,6 +65,10 @@ where
 
     fn into_abort(self: Arc<Self>) -> Arc<dyn Abort> {
         self
+    }
+
+    fn queued_in(&self) -> Option<usize> {
+        TaskCell::queued_in(self)
     }
 
     unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
@@ -139,6 +154,15 @@ impl<T> JoinHandle<T> {
         }
     }
 
+    /// The task, to control (`None` once it returned its output, or if the
+    /// pool refused it).
+    pub(crate) fn control(&self) -> Option<Arc<dyn Abort>> {
+        match &self.handle {
+            Handle::Task(task) => Some(task.clone().into_abort()),
+            Handle::Rejected(_) | Handle::Done => None,
+        }
+    }
+
     /// A handle that can abort the task without owning its output (tokio's
     /// `JoinHandle::abort_handle`). Cloneable. It holds the task weakly: it
     /// does not keep a finished task's output, nor a task nobody can wake
@@ -175,6 +199,11 @@ impl AbortHandle {
     pub fn is_finished(&self) -> bool {
         self.task.upgrade().map_or(true, |task| task.is_complete())
     }
+
+    /// The task, to control (`None` once it is gone).
+    pub(crate) fn control(&self) -> Option<Arc<dyn Abort>> {
+        self.task.upgrade()
+    }
 }
 
 // Like tokio's: aborting from a `catch_unwind` closure is fine.
@@ -189,6 +218,12 @@ impl Abort for Finished {
     fn abort(self: Arc<Self>) {}
     fn is_complete(&self) -> bool {
         true
+    }
+    fn belongs_to(&self, _: &Weak<dyn Schedule>) -> bool {
+        false
+    }
+    fn claim_move(self: Arc<Self>, _: usize) -> Result<RunningTask, MoveRefused> {
+        Err(MoveRefused::Finished)
     }
 }
 
@@ -207,6 +242,10 @@ impl<T> Future for JoinHandle<T> {
         let output = match &self.handle {
             Handle::Task(task) => {
                 if !task.is_complete() {
+                    if let Some(channel) = task.queued_in() {
+                        // Awaited while queued: priority inheritance.
+                        super::cell::inherit(task.clone().into_abort(), channel);
+                    }
                     task.register(cx);
                     // Register, then check again: the completer sets COMPLETE
                     // before it wakes the registered waker.

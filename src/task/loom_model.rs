@@ -7,7 +7,11 @@
 //! the unlocked stage passes between pollers and to the joiner in order; an
 //! abort, racing a poll or a wake, drops the future once, unpolled or after
 //! the poll in progress, and leaves nothing queued; close's sweep of
-//! parked tasks, racing a park, never leaves an uncounted task parked.
+//! parked tasks, racing a park, never leaves an uncounted task parked. A
+//! move racing the start, the drop or an abort of the queued token, or a
+//! moved task's park racing its wake: the task is polled at most once per
+//! line, runs once, is dropped once, and every count towards close taken
+//! by a token is given back once (stale tokens give back their own).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,13 +32,17 @@ struct Recorder {
     closing: AtomicBool,
     /// The registry's abandoning flag (close's deadline passed).
     abandoning: AtomicBool,
+    /// Counts towards close given back.
+    released: AtomicUsize,
 }
 
 impl Schedule for Recorder {
     fn schedule(&self, task: RunningTask, _woken_while_running: bool) {
         lock(&self.queued).push(task);
     }
-    fn release_counted(&self) {}
+    fn release_counted(&self) {
+        self.released.fetch_add(1, Ordering::SeqCst);
+    }
     fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }
@@ -55,6 +63,7 @@ impl Schedule for Recorder {
         }
     }
     fn dropped_at_deadline(&self) {}
+    fn boost(&self, _: usize, _: usize, _: &mut dyn FnMut(usize) -> Option<RunningTask>) {}
 }
 
 /// Shared by the future and the threads that wake it.
@@ -552,5 +561,133 @@ fn abort_racing_the_close_sweep() {
             ),
             "{reason:?}"
         );
+    });
+}
+
+/// Moves (`task`'s "Moves"): the moving thread's claim, as
+/// `channel::move_into` makes it after admission (the new token takes a
+/// count, as a counted channel's admission gives it).
+fn spawn_mover(join: &JoinHandle<u32>) -> loom::thread::JoinHandle<Option<RunningTask>> {
+    let task = join.control().expect("not joined yet");
+    loom::thread::spawn(move || {
+        let token = task.claim_move(1).ok()?;
+        assert!(!token.take_count(), "a moved token starts uncounted");
+        Some(token)
+    })
+}
+
+/// Every count taken (`taken`) was given back once; the future was dropped
+/// once.
+fn assert_balanced(recorder: &Recorder, signals: &Signals, taken: usize) {
+    assert_eq!(
+        recorder.released.load(Ordering::SeqCst),
+        taken,
+        "counts given back"
+    );
+    assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+}
+
+/// A move racing the queued token's start, the moved token run at once
+/// on the mover's thread: the task runs once, from the token that won;
+/// the other is stale and gives back its own count.
+#[test]
+fn move_racing_a_start() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(0);
+        assert!(!task.take_count());
+        let control = join.control().unwrap();
+        let mover = loom::thread::spawn(move || {
+            let token = control.claim_move(1).ok()?;
+            assert!(!token.take_count());
+            assert!(matches!(token.run(), RunOutcome::Completed));
+            Some(())
+        });
+        assert!(matches!(task.run(), RunOutcome::Completed));
+        let taken = 1 + usize::from(mover.join().unwrap().is_some());
+        assert!(lock(&recorder.queued).is_empty());
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_balanced(&recorder, &signals, taken);
+    });
+}
+
+/// A move racing the queued token's drop (a channel dropping it at close):
+/// either the drop cancels the task and the move finds it gone, or the
+/// move wins, the drop is of a stale token, and the moved token runs.
+#[test]
+fn move_racing_a_drop() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(0);
+        assert!(!task.take_count());
+        let mover = spawn_mover(&join);
+        drop(task);
+        let moved = mover.join().unwrap();
+        let taken = 1 + usize::from(moved.is_some());
+        let ran = moved.map(|token| token.run());
+        let output = futures::executor::block_on(join);
+        match ran {
+            Some(outcome) => {
+                assert!(matches!(outcome, RunOutcome::Completed));
+                assert_eq!(output.unwrap(), 7);
+            }
+            None => assert!(output.unwrap_err().is_cancelled()),
+        }
+        assert_balanced(&recorder, &signals, taken);
+    });
+}
+
+/// A move racing an abort and the queued token's start: the task is
+/// polled at most once, or dropped unpolled; never lost, never twice.
+#[test]
+fn move_racing_an_abort_and_a_start() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(0);
+        let mover = spawn_mover(&join);
+        let aborter = spawn_aborter(&join);
+        assert!(matches!(task.run(), RunOutcome::Completed));
+        aborter.join().unwrap();
+        if let Some(token) = mover.join().unwrap() {
+            assert!(matches!(token.run(), RunOutcome::Completed));
+        }
+        assert!(lock(&recorder.queued).is_empty());
+        match futures::executor::block_on(join) {
+            Ok(output) => assert_eq!(output, 7),
+            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
+        }
+        let taken = recorder.released.load(Ordering::SeqCst);
+        assert!(taken <= 1, "only the moved token took a count");
+        assert_balanced(&recorder, &signals, taken);
+    });
+}
+
+/// A moved task parks; two wakes race each other and the polls they
+/// cause: each is honoured with a token of the new line, which carries the
+/// line's count; the old token, run late, is stale.
+#[test]
+fn a_moved_task_wakes_racing_its_polls() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        assert!(!task.take_count());
+        let moved = join
+            .control()
+            .unwrap()
+            .claim_move(1)
+            .expect("queued: moved");
+        assert!(!moved.take_count());
+        // The first poll registers the waker the openers will hold.
+        assert!(matches!(moved.run(), RunOutcome::Pending));
+        let openers: Vec<_> = (0..2)
+            .map(|_| {
+                let signals = signals.clone();
+                loom::thread::spawn(move || open(&signals))
+            })
+            .collect();
+        let runs = drive(&recorder, &signals, 2);
+        for opener in openers {
+            opener.join().unwrap();
+        }
+        assert!(runs <= 2, "more polls than wakes");
+        assert!(matches!(task.run(), RunOutcome::Completed), "stale");
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_balanced(&recorder, &signals, 2);
     });
 }

@@ -83,9 +83,56 @@
 //! `SCHEDULED`, so a wake still finds `IDLE` only for a task nobody is
 //! responsible for.
 //!
+//! # Moves (re-prioritising a queued task)
+//!
+//! A task that is queued can be *moved* to another channel of its pool
+//! ([`JoinHandle::move_to`], and priority inheritance, which moves a queued
+//! child to the channel of a higher-level task that awaits it). A channel
+//! is opaque: the token in the old queue cannot be taken out. So a move
+//! leaves it there, *stale*, and queues a second token; the state word
+//! tells the two apart.
+//!
+//! * The word's high bits hold the task's *line*: 0 until its first move,
+//!   bumped by each move. Every token carries the line it was made for: the
+//!   cell's own token is line 0; a token made in a later line is a small
+//!   wrapper (`Moved`) around the cell that records its line.
+//! * A move is a claim: one CAS takes `SCHEDULED` (not aborted) in line `g`
+//!   to `SCHEDULED` in line `g + 1`, and the mover makes the line's token
+//!   and submits it. In any other state the move does nothing and says why
+//!   (running, parked, finished, aborted); a move that would wrap the line
+//!   counter is refused.
+//! * Every transition that *uses* a token is a claim of its line: starting
+//!   it (`SCHEDULED(+ABORTED)` in its line `→ RUNNING`) and cancelling it
+//!   (the same claim, then the drop). A token whose line is not the word's,
+//!   or that finds the word anything but `SCHEDULED`, is stale: its holder
+//!   drops it and touches nothing of the task but its own entry.
+//! * Transitions that *make* a token (a wake or an abort claiming a parked
+//!   task, a poll ending woken, close's sweep) keep the line and make the
+//!   token for it. No other token of that line exists then (the last one
+//!   was consumed when the poll started, or none was made since the task
+//!   parked), so a line has at most one token, and tokens of older lines
+//!   are stale forever.
+//! * A token's own fields (its `Entry`: the channel it is in or came from,
+//!   whether it counts towards close, its cancel reason, its yield mark)
+//!   live in the token: the cell's header for line 0, the wrapper for later
+//!   lines. A stale token in transit (a LIFO slot flushed into its channel,
+//!   a followup submitting it) writes only its own. Its count towards close
+//!   is its own too, given back when it is found stale: a stale token in a
+//!   `complete_on_close` channel holds close until a worker pops it, which
+//!   close's drain does.
+//! * While a moved task runs or is parked, its line's fields sit in the
+//!   header's second entry (`moved`), written only by the party the state
+//!   word makes responsible: the poller moves the running wrapper's fields
+//!   in as its start claim succeeds, and a token maker moves them out into
+//!   the new wrapper. So each count towards close is in exactly one place.
+//!
+//! An unmoved task keeps its cost: starting it is one CAS instead of one
+//! swap, and everything else is as before.
+//!
 //! # Invariants
 //!
-//! * At most one token exists, and only while the word is `SCHEDULED`
+//! * At most one live token exists (one of the word's line, see "Moves"),
+//!   and only while the word is `SCHEDULED`
 //!   (with or without `ABORTED`; not `RUNNING+SCHEDULED`, where the poller
 //!   holds the task and makes the token when the poll ends): so one thread
 //!   at a time polls the task, and it is queued at most once. The one
@@ -121,6 +168,9 @@ mod state;
 pub use cell::RunningTask;
 pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle};
 
+pub(crate) use join::Abort as Control;
+pub(crate) use state::MoveRefused;
+
 pub(crate) use cell::{spawn, with_polling_task, ParkedTask, RunOutcome};
 pub(crate) use join::panic_message;
 
@@ -153,6 +203,16 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// A counted task was dropped because close's deadline passed (called
     /// by its cancellation, once, before its count goes back).
     fn dropped_at_deadline(&self);
+    /// Priority inheritance: a task polled from channel `waiter` awaits one
+    /// queued in channel `queued`. If `waiter`'s level is higher, the pool
+    /// admits a move to `waiter` and calls `claim` with that channel's
+    /// index; a token it returns is queued there (see "Moves").
+    fn boost(
+        &self,
+        waiter: usize,
+        queued: usize,
+        claim: &mut dyn FnMut(usize) -> Option<RunningTask>,
+    );
     /// The pool itself, for `Pool::current` to downcast.
     fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
 }

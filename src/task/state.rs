@@ -18,13 +18,27 @@ const COMPLETE: usize = 4;
 /// With `SCHEDULED`: an abort was asked; the responsible party drops the
 /// future instead of polling it (see the parent module's "Abort").
 const ABORTED: usize = 8;
+/// The bits above are the state; the rest of the word is the task's line
+/// (see the parent module's "Moves"), kept as it is in the word: a
+/// multiple of [`LINE_ONE`], 0 for a task never moved.
+const STATE: usize = 15;
+/// One move: the line's step.
+const LINE_ONE: usize = 16;
+
+/// A task's line as the word holds it (see the parent module's "Moves"):
+/// which of its tokens is live.
+pub(crate) type Line = usize;
+
+/// The line of a task never moved: its cell's own token.
+pub(crate) const FIRST_LINE: Line = 0;
 
 /// What a wake did.
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Wake {
-    /// `IDLE → SCHEDULED`: the waker is now responsible and must queue it.
-    Claimed,
+    /// `IDLE → SCHEDULED`: the waker is now responsible and must queue it,
+    /// with a token of this line.
+    Claimed(Line),
     /// A poll is still to come (it was scheduled, or running: then now woken).
     Pending,
     /// The task is complete: nothing to do.
@@ -36,8 +50,8 @@ pub(crate) enum Wake {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Abort {
     /// `IDLE → SCHEDULED+ABORTED`: the aborter is now responsible and must
-    /// hand the task to the pool.
-    Claimed,
+    /// hand the task to the pool, with a token of this line.
+    Claimed(Line),
     /// The flag is set for the party responsible, or was set already, or
     /// the task is complete: nothing to do.
     Done,
@@ -51,6 +65,25 @@ pub(crate) enum Start {
     Poll,
     /// `SCHEDULED+ABORTED → RUNNING`: drop the future instead.
     Aborted,
+    /// The token is stale (see the parent module's "Moves"): another token
+    /// took the task over; drop this one, touching nothing but its entry.
+    Stale,
+}
+
+/// Why a move did nothing (see the parent module's "Moves").
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum MoveRefused {
+    /// It is being polled.
+    Running,
+    /// It waits for a wake-up: no queue holds it.
+    Parked,
+    /// It finished (or was cancelled).
+    Finished,
+    /// An abort was asked: it is dropped wherever it is.
+    Aborted,
+    /// The line counter would wrap.
+    TooManyMoves,
 }
 
 /// How a poll that returned `Pending` ends.
@@ -80,13 +113,14 @@ impl State {
     pub(crate) fn wake(&self) -> Wake {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
-            let (next, outcome) = match current {
-                IDLE => (SCHEDULED, Wake::Claimed),
-                RUNNING => (RUNNING | SCHEDULED, Wake::Pending),
+            let line = current & !STATE;
+            let (next, outcome) = match current & STATE {
+                IDLE => (line | SCHEDULED, Wake::Claimed(line)),
+                RUNNING => (current | SCHEDULED, Wake::Pending),
                 COMPLETE => return Wake::Complete,
                 // SCHEDULED or RUNNING+SCHEDULED: write it back unchanged to
                 // publish our memory to the coming poll (see the module doc).
-                same => (same, Wake::Pending),
+                _ => (current, Wake::Pending),
             };
             match self
                 .0
@@ -103,13 +137,14 @@ impl State {
     pub(crate) fn abort(&self) -> Abort {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
-            let (next, outcome) = match current {
-                IDLE => (SCHEDULED | ABORTED, Abort::Claimed),
+            let line = current & !STATE;
+            let (next, outcome) = match current & STATE {
+                IDLE => (line | SCHEDULED | ABORTED, Abort::Claimed(line)),
                 COMPLETE => return Abort::Done,
                 aborted if aborted & ABORTED != 0 => return Abort::Done,
                 // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a poll, or the
                 // end of one, is still to come, and finds the flag.
-                running_or_scheduled => (running_or_scheduled | SCHEDULED | ABORTED, Abort::Done),
+                _ => (current | SCHEDULED | ABORTED, Abort::Done),
             };
             match self
                 .0
@@ -121,23 +156,69 @@ impl State {
         }
     }
 
-    /// Whether an abort was asked (for the reason of a token dropped
-    /// unrun: only the token's holder reads it, in `SCHEDULED`).
-    pub(crate) fn is_aborted(&self) -> bool {
-        self.0.load(Ordering::Acquire) & ABORTED != 0
+    /// The holder of a token of `line` starts the task (or claims it to
+    /// cancel it): `SCHEDULED(+ABORTED) → RUNNING`, in that line, else the
+    /// token is stale. One CAS on the fast path. Acquire pairs with the
+    /// release of every wake (and abort, and move) that came while the task
+    /// was scheduled.
+    #[inline]
+    pub(crate) fn start(&self, line: Line) -> Start {
+        let mut expected = line | SCHEDULED;
+        loop {
+            match self.0.compare_exchange(
+                expected,
+                line | RUNNING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) if expected & ABORTED == 0 => return Start::Poll,
+                Ok(_) => return Start::Aborted,
+                // An abort came first: claim it with its flag.
+                Err(actual) if actual == line | SCHEDULED | ABORTED => expected = actual,
+                // Another line, or not scheduled: another token took over.
+                Err(_) => return Start::Stale,
+            }
+        }
     }
 
-    /// The token's holder starts the task. Acquire pairs with the release
-    /// of every wake (and abort) that came while the task was scheduled.
-    #[inline]
-    pub(crate) fn start_running(&self) -> Start {
-        let old = self.0.swap(RUNNING, Ordering::AcqRel);
-        debug_assert_eq!(old & !ABORTED, SCHEDULED, "only a scheduled task is run");
-        if old & ABORTED == 0 {
-            Start::Poll
-        } else {
-            Start::Aborted
+    /// A move: `SCHEDULED` in line `g → SCHEDULED` in line `g + 1`, from
+    /// any thread. The mover is then responsible, for a token of the new
+    /// line, which it returns.
+    pub(crate) fn move_line(&self) -> Result<Line, MoveRefused> {
+        let mut current = self.0.load(Ordering::Acquire);
+        loop {
+            let line = current & !STATE;
+            match current & STATE {
+                SCHEDULED => {}
+                IDLE => return Err(MoveRefused::Parked),
+                COMPLETE => return Err(MoveRefused::Finished),
+                state if state & RUNNING != 0 => return Err(MoveRefused::Running),
+                _ => return Err(MoveRefused::Aborted),
+            }
+            let Some(next) = line.checked_add(LINE_ONE) else {
+                return Err(MoveRefused::TooManyMoves);
+            };
+            match self.0.compare_exchange_weak(
+                current,
+                next | SCHEDULED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(next),
+                Err(actual) => current = actual,
+            }
         }
+    }
+
+    /// The task's line now (a hint, unless read by the party responsible,
+    /// for which it does not change).
+    pub(crate) fn line(&self) -> Line {
+        self.0.load(Ordering::Acquire) & !STATE
+    }
+
+    /// Whether a queue holds the task now, in `line` (a hint).
+    pub(crate) fn is_queued_in(&self, line: Line) -> bool {
+        self.0.load(Ordering::Relaxed) == line | SCHEDULED
     }
 
     /// The poll returned `Pending`: one read-modify-write either way, since
@@ -158,13 +239,16 @@ impl State {
     /// after the swap) and the poller, still responsible as the holder of
     /// a scheduled task, is told to drop the future.
     #[inline]
-    pub(crate) fn end_poll_pending(&self, woke_itself: bool) -> Park {
+    ///
+    /// `line`: the task's line, which does not change while it runs (a
+    /// move needs it queued): the swap writes it back.
+    pub(crate) fn end_poll_pending(&self, woke_itself: bool, line: Line) -> Park {
         let old = if woke_itself {
-            self.0.swap(SCHEDULED, Ordering::AcqRel)
+            self.0.swap(line | SCHEDULED, Ordering::AcqRel)
         } else {
             self.0.fetch_sub(RUNNING, Ordering::AcqRel)
         };
-        debug_assert!(old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == 0);
+        debug_assert!(old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == line);
         if old & ABORTED != 0 {
             Park::Aborted
         } else if woke_itself || old & SCHEDULED != 0 {
@@ -174,8 +258,9 @@ impl State {
         }
     }
 
-    /// The future finished, panicked, or was dropped unrun. Release pairs
-    /// with the joiner's acquire in `is_complete`: the output is visible.
+    /// The future finished, panicked, or was dropped unrun (its line is
+    /// forgotten: every token left is stale). Release pairs with the
+    /// joiner's acquire in `is_complete`: the output is visible.
     pub(crate) fn complete(&self) {
         self.0.swap(COMPLETE, Ordering::AcqRel);
     }
@@ -193,24 +278,28 @@ mod test {
     fn transitions() {
         let s = State::new_scheduled();
         assert_eq!(s.wake(), Wake::Pending, "already scheduled");
-        assert_eq!(s.start_running(), Start::Poll);
-        assert_eq!(s.end_poll_pending(false), Park::Parked);
-        assert_eq!(s.wake(), Wake::Claimed);
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
+        assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
         assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
-        assert_eq!(s.start_running(), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(
-            s.end_poll_pending(false),
+            s.end_poll_pending(false, FIRST_LINE),
             Park::Requeue,
             "woken during poll"
         );
-        assert_eq!(s.start_running(), Start::Poll);
-        assert_eq!(s.end_poll_pending(true), Park::Requeue, "woke itself");
-        assert_eq!(s.start_running(), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(
+            s.end_poll_pending(true, FIRST_LINE),
+            Park::Requeue,
+            "woke itself"
+        );
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.end_poll_pending(true), Park::Requeue, "both");
-        assert_eq!(s.start_running(), Start::Poll);
+        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue, "both");
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
         s.complete();
         assert!(s.is_complete());
         assert_eq!(s.wake(), Wake::Complete);
@@ -222,29 +311,62 @@ mod test {
         // Queued: the holder finds the flag as it starts.
         let s = State::new_scheduled();
         assert_eq!(s.abort(), Abort::Done);
-        assert!(s.is_aborted());
         assert_eq!(s.abort(), Abort::Done, "twice");
         assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.start_running(), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE), Start::Aborted);
 
         // Parked: the aborter claims it, once.
         let s = State::new_scheduled();
-        assert_eq!(s.start_running(), Start::Poll);
-        assert_eq!(s.end_poll_pending(false), Park::Parked);
-        assert_eq!(s.abort(), Abort::Claimed);
+        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
+        assert_eq!(s.abort(), Abort::Claimed(FIRST_LINE));
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.wake(), Wake::Pending, "claimed already");
-        assert_eq!(s.start_running(), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE), Start::Aborted);
 
         // Running: the poll's end finds it, after a self-wake or not.
         for woke_itself in [false, true] {
             let s = State::new_scheduled();
-            assert_eq!(s.start_running(), Start::Poll);
+            assert_eq!(s.start(FIRST_LINE), Start::Poll);
             assert_eq!(s.abort(), Abort::Done);
             assert_eq!(s.wake(), Wake::Pending);
-            assert_eq!(s.end_poll_pending(woke_itself), Park::Aborted);
+            assert_eq!(s.end_poll_pending(woke_itself, FIRST_LINE), Park::Aborted);
             s.complete();
             assert_eq!(s.abort(), Abort::Done);
         }
+    }
+
+    #[test]
+    fn move_transitions() {
+        let s = State::new_scheduled();
+        let line = s.move_line().expect("queued: moved");
+        assert_ne!(line, FIRST_LINE);
+        assert_eq!(s.start(FIRST_LINE), Start::Stale, "the old token");
+        let newer = s.move_line().expect("moved again");
+        assert_eq!(s.start(line), Start::Stale, "the first move's token");
+        assert_eq!(s.wake(), Wake::Pending, "queued: a wake keeps the line");
+        assert_eq!(s.start(newer), Start::Poll);
+        assert_eq!(s.move_line(), Err(MoveRefused::Running));
+        assert_eq!(s.end_poll_pending(true, newer), Park::Requeue);
+        assert_eq!(s.start(newer), Start::Poll, "the line's next token");
+        assert_eq!(s.end_poll_pending(false, newer), Park::Parked);
+        assert_eq!(s.move_line(), Err(MoveRefused::Parked));
+        assert_eq!(s.wake(), Wake::Claimed(newer));
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.move_line(), Err(MoveRefused::Aborted));
+        assert_eq!(s.start(line), Start::Stale);
+        assert_eq!(s.start(newer), Start::Aborted);
+        s.complete();
+        assert_eq!(s.move_line(), Err(MoveRefused::Finished));
+        assert_eq!(
+            s.start(newer),
+            Start::Stale,
+            "complete: every token is stale"
+        );
+        assert!(s.is_complete());
+
+        // The counter does not wrap.
+        let s = State(AtomicUsize::new((usize::MAX & !STATE) | SCHEDULED));
+        assert_eq!(s.move_line(), Err(MoveRefused::TooManyMoves));
     }
 }

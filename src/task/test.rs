@@ -46,6 +46,7 @@ impl Schedule for Recorder {
         false
     }
     fn dropped_at_deadline(&self) {}
+    fn boost(&self, _: usize, _: usize, _: &mut dyn FnMut(usize) -> Option<RunningTask>) {}
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
@@ -228,4 +229,15 @@ fn wakes_after_completion_do_nothing() {
     waker.wake();
     assert!(recorder.queued.lock().unwrap().is_empty());
     assert_eq!(futures::executor::block_on(join2).unwrap(), 6);
+}
+
+/// The header keeps to one cache line's worth of bytes (the moved line's
+/// entry fits in its padding): a task's allocation did not grow with moves.
+#[test]
+fn the_header_fits_in_64_bytes() {
+    assert!(
+        std::mem::size_of::<super::cell::Header>() <= 64,
+        "{} bytes",
+        std::mem::size_of::<super::cell::Header>()
+    );
 }
