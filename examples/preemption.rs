@@ -8,7 +8,13 @@
 //!    (`LevelOptions::reserve`): urgent work finds it idle; the background
 //!    drains on the other;
 //! 4. a never-ending flood of urgent work, and one background task whose
-//!    level has a starvation bound (`LevelOptions::max_wait`).
+//!    level has a starvation bound (`LevelOptions::max_wait`);
+//! 5. priority inheritance: an urgent task needs the result of a child
+//!    queued behind a background backlog, and awaits its `JoinHandle`
+//!    (the child moves up to the urgent level) or a side channel (nothing
+//!    boosts it);
+//! 6. re-prioritising: a task queued as background work becomes urgent
+//!    (`JoinHandle::move_to`).
 //!
 //! Run: `cargo run --release --example preemption`
 
@@ -164,6 +170,68 @@ fn background_under_flood(owned: &OwnedPool<App>, give_up: Duration) -> Option<D
     waited
 }
 
+/// A backlog of `n` background tasks of 20 µs; the count of those left.
+fn backlog(owned: &OwnedPool<App>, n: usize) -> Arc<AtomicUsize> {
+    let left = Arc::new(AtomicUsize::new(n));
+    for _ in 0..n {
+        let left = left.clone();
+        drop(owned.pool.background.exec(run(move || {
+            spin(Duration::from_micros(20));
+            left.fetch_sub(1, Ordering::Relaxed);
+        })));
+    }
+    // Let the workers get into it.
+    std::thread::sleep(Duration::from_millis(5));
+    left
+}
+
+fn drained(left: &AtomicUsize) {
+    while left.load(Ordering::Relaxed) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// 5: how long the child waited after the urgent task asked for it.
+fn inversion(owned: &OwnedPool<App>, await_handle: bool) -> Duration {
+    let left = backlog(owned, BACKLOG);
+    let pool = &owned.pool;
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let child = pool.background.exec(run(move || {
+        let now = Instant::now();
+        let _ = tx.send(now);
+        now
+    }));
+    let waiter = pool.urgent.exec(async move {
+        let asked = Instant::now();
+        let started = if await_handle {
+            child.await.expect("child")
+        } else {
+            drop(child);
+            rx.await.expect("child")
+        };
+        started - asked
+    });
+    let waited = futures::executor::block_on(waiter).expect("urgent task");
+    drained(&left);
+    waited
+}
+
+/// 6: how long a queued background task waited after it became urgent.
+fn reprioritised(owned: &OwnedPool<App>, move_it: bool) -> Duration {
+    let left = backlog(owned, BACKLOG);
+    let pool = &owned.pool;
+    let asset = pool.background.exec(run(Instant::now));
+    let asked = Instant::now();
+    if move_it {
+        asset.move_to(&pool.urgent).expect("queued: moved");
+    }
+    let started = futures::executor::block_on(asset).expect("asset");
+    drained(&left);
+    started - asked
+}
+
+const BACKLOG: usize = 5_000;
+
 fn main() {
     println!(
         "{THREADS} workers; {BACKGROUND_TASKS} background tasks of {} ms ({STEPS} steps of {} µs);\n\
@@ -218,6 +286,27 @@ fn main() {
         "   background max_wait {} ms:     started after {}",
         bound.as_millis(),
         waited.map_or("never".into(), show)
+    );
+
+    println!(
+        "\n5. an urgent task needs a child queued behind {BACKLOG} background tasks of 20 µs:"
+    );
+    println!(
+        "   it awaits a side channel:     the child starts after {}",
+        show(inversion(&plain, false))
+    );
+    println!(
+        "   it awaits the JoinHandle:     the child starts after {} (inherits the urgent level)",
+        show(inversion(&plain, true))
+    );
+    println!("\n6. a task queued behind the same backlog becomes urgent:");
+    println!(
+        "   left where it is:             starts after {}",
+        show(reprioritised(&plain, false))
+    );
+    println!(
+        "   handle.move_to(&pool.urgent): starts after {}",
+        show(reprioritised(&plain, true))
     );
     for owned in [plain, reserved, bounded] {
         futures::executor::block_on(owned.close());

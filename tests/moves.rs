@@ -268,7 +268,12 @@ fn moves_racing_the_workers_lose_nothing() {
             };
             match handle.move_to(to) {
                 Ok(()) => moved += 1,
-                Err(MoveError::Running | MoveError::Finished | MoveError::Parked) => {}
+                Err(
+                    MoveError::Running
+                    | MoveError::Finished
+                    | MoveError::Parked
+                    | MoveError::Started,
+                ) => {}
                 Err(other) => panic!("unexpected {other:?}"),
             }
         }
@@ -416,4 +421,99 @@ fn a_high_scope_does_not_wait_behind_the_low_backlog() {
     block_on(owned.close());
     let order = order.take();
     assert_eq!(&order[..2], ["scoped", "waiter"], "{order:?}");
+}
+
+/// Only a task that has not started moves: one that yields in a loop is
+/// running or queued again, and refuses either way; so does a blocking
+/// task. Neither moves.
+#[test]
+fn started_and_blocking_tasks_do_not_move() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (polled_tx, polled_rx) = std::sync::mpsc::channel();
+    let flag = stop.clone();
+    let yielder = pool.high.exec(async move {
+        polled_tx.send(()).unwrap();
+        while !flag.load(Ordering::SeqCst) {
+            smartpool::yield_now().await;
+        }
+    });
+    polled_rx.recv().unwrap();
+    for _ in 0..1000 {
+        match yielder.move_to(&pool.low) {
+            Err(MoveError::Started | MoveError::Running) => {}
+            other => panic!("a started task: {other:?}"),
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    block_on(yielder).unwrap();
+
+    let (gate, held) = hold_worker(&pool.low);
+    let open = gate.clone();
+    let blocking = pool.spawn_blocking(move || gate.wait());
+    match blocking.move_to(&pool.high) {
+        Err(MoveError::Started | MoveError::Running) => {}
+        other => panic!("a blocking task: {other:?}"),
+    }
+    open.open();
+    block_on(blocking).unwrap();
+    block_on(held).unwrap();
+    drop(pool);
+    block_on(owned.close());
+}
+
+/// A blocking closure that waits for a queued low task boosts nothing: it
+/// runs on no channel's level.
+#[test]
+fn a_blocking_waiter_does_not_boost() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let order = Order::default();
+    let (gate, held) = hold_worker(&pool.low);
+    let o = order.clone();
+    let first = pool.low.exec(run(move || o.push("queued first")));
+    let o = order.clone();
+    let child = pool.low.exec(run(move || o.push("child")));
+    let (waiting_tx, waiting_rx) = std::sync::mpsc::channel();
+    let waiter = pool.spawn_blocking(move || {
+        let mut child = child;
+        // Polled once (a boost would happen here) before the worker goes.
+        assert!(block_on(async { futures::poll!(&mut child) }).is_pending());
+        waiting_tx.send(()).unwrap();
+        block_on(child).unwrap();
+    });
+    waiting_rx.recv().unwrap();
+    gate.open();
+    block_on(held).unwrap();
+    block_on(waiter).unwrap();
+    block_on(first).unwrap();
+    assert_eq!(order.take(), ["queued first", "child"]);
+    drop(pool);
+    block_on(owned.close());
+}
+
+/// Inheritance never moves a task out of a `complete_on_close` channel
+/// into one that is not: close would drop what it promised to complete.
+#[test]
+fn inheritance_keeps_close_promises() {
+    // high drops at close, low completes.
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, true))).unwrap();
+    let order = Order::default();
+    let (gate, held) = hold_worker(&owned.pool.low);
+    let o = order.clone();
+    let first = owned.pool.low.exec(run(move || o.push("queued first")));
+    let o = order.clone();
+    let child = owned.pool.low.exec(run(move || o.push("child")));
+    let o = order.clone();
+    let waiter = owned.pool.high.exec(async move {
+        child.await.unwrap();
+        o.push("waiter");
+    });
+    gate.open();
+    block_on(held).unwrap();
+    block_on(waiter).unwrap();
+    block_on(first).unwrap();
+    block_on(owned.close());
+    assert_eq!(order.take(), ["queued first", "child", "waiter"]);
 }

@@ -29,6 +29,10 @@ pub enum MoveError {
     Finished,
     /// An abort was asked: the task is dropped wherever it is.
     Aborted,
+    /// The task was polled already (it is queued again after a wake-up, or
+    /// about to be), or is a blocking task: only a task that has not
+    /// started moves.
+    Started,
     /// The task moved more times than its state word counts (2^60 on a
     /// 64-bit target).
     TooManyMoves,
@@ -47,6 +51,7 @@ impl fmt::Display for MoveError {
             MoveError::Parked => "the task is parked, waiting for a wake-up",
             MoveError::Finished => "the task has finished",
             MoveError::Aborted => "the task was aborted",
+            MoveError::Started => "the task has started (only a task not yet started moves)",
             MoveError::TooManyMoves => "the task was moved too many times",
             MoveError::NotAttached => "the channel is not attached to a pool",
             MoveError::OtherPool => "the channel belongs to another pool",
@@ -64,6 +69,7 @@ impl From<MoveRefused> for MoveError {
             MoveRefused::Parked => MoveError::Parked,
             MoveRefused::Finished => MoveError::Finished,
             MoveRefused::Aborted => MoveError::Aborted,
+            MoveRefused::Started => MoveError::Started,
             MoveRefused::TooManyMoves => MoveError::TooManyMoves,
         }
     }
@@ -71,17 +77,20 @@ impl From<MoveRefused> for MoveError {
 
 impl<T> JoinHandle<T> {
     /// Moves the task to `channel`, a channel of the same pool, if it is
-    /// queued: not started yet, or woken and waiting for its next poll
-    /// (for example, an asset queued as background work that the user now
-    /// waits for). It then runs once, from `channel`, in that channel's
-    /// order, as if it had been submitted there; the entry it leaves in
-    /// its old queue is skipped when a worker reaches it. Its count towards
-    /// close follows the new channel (`complete_on_close`).
+    /// queued and has not started (for example, an asset queued as
+    /// background work that the user now waits for). It then runs once,
+    /// from `channel`, in that channel's order, as if it had been submitted
+    /// there (behind the tasks queued there, also when `channel` is the
+    /// one it is in); the entry it leaves in its old queue is skipped when
+    /// a worker reaches it. Its count towards close follows the new channel
+    /// (`complete_on_close`). Once polled, a task goes where its behavior's
+    /// `followup` sends it, and moves no more.
     ///
-    /// Does nothing and says why otherwise: the task is running, parked or
-    /// finished, was aborted, or the channel is not attached, is of another
-    /// pool, or its pool is closing. A move racing the task's start loses
-    /// or wins as a whole: the task runs once either way.
+    /// Does nothing and says why otherwise: the task is running, started,
+    /// parked or finished, was aborted or refused by the pool, is a
+    /// blocking task, or the channel is not attached, is of another pool,
+    /// or its pool is closing. A move racing the task's start loses or
+    /// wins as a whole: the task runs once either way.
     ///
     /// No other executor moves queued work: tokio, rayon and
     /// async-executor fix a task's queue at spawn.

@@ -27,12 +27,14 @@
 //! after running from a `complete_on_close` channel, and the tokens of
 //! admissions not yet handed to their task. One owner per count: a
 //! count is made as a token (`core::shared::Admitted`) by admission to such a
-//! channel (or by a followup's move into one), and the task it was made for
-//! takes it (its counted flag, written only by its responsible party). From
-//! then on the task gives it back in exactly one place,
-//! `task::cell::Header::release_count`, as it completes, is cancelled, is
-//! freed while counted, or moves to a dropping channel; a token nobody took
-//! (a refused admission) gives itself back as it drops.
+//! channel (or by a followup's or a move's entry into one), and the task
+//! token it was made for takes it (its entry's counted flag, written only
+//! by the token's holder). From then on it is given back in exactly one
+//! place, `task::cell::Entry::release_count`, as the task completes, is
+//! cancelled, is freed while counted, or moves to a dropping channel, or
+//! as the token is found stale after a move (`task`'s "Moves": each token
+//! holds its own count); a token nobody took (a refused admission) gives
+//! itself back as it drops.
 //!
 //! # One word
 //!

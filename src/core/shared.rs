@@ -291,7 +291,8 @@ pub(crate) struct Closed;
 /// task it was made for takes it ([`Admitted::hand_to`]: its counted flag),
 /// and from then on gives it back in one place, as it completes, is
 /// cancelled, is freed, or moves to a dropping channel
-/// (`task::cell::Header::release_count`). A count nobody took (a refused
+/// (`task::cell::Entry::release_count`; a stale token, after a move, gives
+/// back its own). A count nobody took (a refused
 /// admission, a claimed scoped task already gone) gives itself back when
 /// dropped. So every count is given back exactly once.
 #[must_use = "a count nobody takes is given back at once"]

@@ -104,7 +104,7 @@ impl<B: PoolBehavior> Pool<B> {
         R: Send + 'static,
     {
         let scheduler = Arc::downgrade(self) as Weak<dyn Schedule>;
-        let (task, handle) = crate::task::spawn(crate::run(f), scheduler);
+        let (task, handle) = crate::task::spawn_unmovable(crate::run(f), scheduler);
         if !self.shared.close.is_open() {
             task.set_cancel_reason(Some(CancelReason::PoolClosed));
             return handle;

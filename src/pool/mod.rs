@@ -296,15 +296,21 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
 
     /// Inheritance moves the awaited task to the waiter's channel only
     /// when the waiter's level is higher: a wait at the same or a lower
-    /// level leaves it where it is (so inheritance only ever raises a
-    /// task, once per level, and a cycle of waits cannot loop).
+    /// level leaves it where it is. A task moves once at most (a moved or
+    /// started task is not offered), so a cycle of waits cannot loop. Not
+    /// while closing, and not out of a `complete_on_close` channel into
+    /// one that is not: inheritance never makes a task droppable.
     fn boost(
         &self,
         waiter: usize,
         queued: usize,
         claim: &mut dyn FnMut(usize) -> Option<RunningTask>,
     ) {
-        if self.levels.level_of(waiter) >= self.levels.level_of(queued) {
+        let channels = &self.shared.channels;
+        if self.levels.level_of(waiter) >= self.levels.level_of(queued)
+            || (channels[queued].complete_on_close && !channels[waiter].complete_on_close)
+            || self.shared.close.is_closing()
+        {
             return;
         }
         // A refusal (closing, or the task started meanwhile) leaves it be.

@@ -96,18 +96,23 @@ const COUNTED: u8 = 0x80;
 /// In an entry's bits: the token comes from a yield, until it enters a
 /// channel (a yield does not go into the LIFO slot, see `lifo`).
 const YIELDED: u8 = 0x40;
+/// In an entry's bits: the task had started when the token was made (the
+/// hint `State::start` takes). Set for good in the cell's own entry by the
+/// first poll that returns `Pending`, and in every token a started moved
+/// task makes.
+const STARTED: u8 = 0x20;
 /// In an entry's bits: why the task is cancelled if the token is dropped
 /// now, a [`CancelReason`] as its discriminant (from 1), or [`UNSET`] for
 /// "ask the pool" (closing: `PoolClosed`; open: its channel dropped it).
 /// Set before a followup gets the token, unset when it enters a channel.
-const CANCEL: u8 = 0x3f;
+const CANCEL: u8 = 0x1f;
 
 /// No reason recorded: see [`CANCEL`].
 const UNSET: u8 = 0;
 
 /// A token's own fields (see the parent module's "Moves"): the channel it
 /// is in or was last taken from, and its bits ([`COUNTED`], [`YIELDED`],
-/// [`CANCEL`]). Only the token's holder writes them (or, for the header's
+/// [`STARTED`], [`CANCEL`]). Only the token's holder writes them (or, for the header's
 /// `moved` entry, the party responsible for the task), so a load then a
 /// store cannot lose a write, and a change is rare: no read-modify-write
 /// on every submission or completion. Relaxed: whoever hands the token on
@@ -142,6 +147,12 @@ impl Entry<'_> {
             self.bits.store(new, Ordering::Relaxed);
         }
         old
+    }
+
+    /// The hint for `State::start` (see [`STARTED`]).
+    #[inline]
+    fn started(self) -> bool {
+        self.bits.load(Ordering::Relaxed) & STARTED != 0
     }
 
     #[inline]
@@ -302,7 +313,8 @@ pub(super) struct TaskCell<F: Future> {
 // by one party at a time, in an order the state word's acquire/release
 // transitions make happen-before one another: the poller (`RUNNING`, or
 // `RUNNING+SCHEDULED` once woken, or `SCHEDULED` after a poll that ended
-// aborted) or the token's holder cancelling (`SCHEDULED`), then the joiner
+// aborted) or the token's holder cancelling (`RUNNING`, claimed by the same
+// `start` as a poll: a stale token never touches the stage), then the joiner
 // once `COMPLETE`, then whoever frees the
 // cell (exclusive, by `Arc`). The future and its output are `Send`, so that
 // party may be on any thread (as `Mutex<T>: Sync` needs only `T: Send`).
@@ -367,11 +379,13 @@ trait Runnable: Send + Sync {
 
 /// The responsibility for a task that is ready to run.
 ///
-/// A channel stores these; the pool takes them out and runs them. Exactly
-/// one exists per runnable task. Dropping it without running it cancels the
-/// task: its future is dropped and its [`JoinHandle`] resolves to a
-/// cancellation error. A behavior's `followup` receives one and submits it to
-/// a channel.
+/// A channel stores these; the pool takes them out and runs them. One is
+/// live per runnable task; a task moved to another channel
+/// ([`JoinHandle::move_to`], priority inheritance) leaves a stale one in
+/// its old queue, which does nothing when run or dropped. Dropping the
+/// live one without running it cancels the task: its future is dropped
+/// and its [`JoinHandle`] resolves to a cancellation error. A behavior's
+/// `followup` receives one and submits it to a channel.
 pub struct RunningTask {
     /// Taken out only by `run` and `drop`, each of which consumes the token
     /// (no `Option`: an `Option<RunningTask>` stays two words, returned in
@@ -487,12 +501,42 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    spawn_with(future, scheduler, false)
+}
+
+/// Creates a task that can never move (see the parent module's "Moves"):
+/// a blocking task, which runs on a blocking thread, outside the channels.
+pub(crate) fn spawn_unmovable<F>(
+    future: F,
+    scheduler: Weak<dyn Schedule>,
+) -> (RunningTask, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    spawn_with(future, scheduler, true)
+}
+
+fn spawn_with<F>(
+    future: F,
+    scheduler: Weak<dyn Schedule>,
+    unmovable: bool,
+) -> (RunningTask, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (state, bits) = if unmovable {
+        (State::new_unmovable(), STARTED)
+    } else {
+        (State::new_scheduled(), UNSET)
+    };
     let cell = Arc::new(TaskCell {
         stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
-            state: State::new_scheduled(),
+            state,
             from: AtomicU32::new(0),
-            bits: AtomicU8::new(UNSET),
+            bits: AtomicU8::new(bits),
             moved_from: AtomicU32::new(0),
             moved_bits: AtomicU8::new(UNSET),
             registered: AtomicU32::new(0),
@@ -511,10 +555,10 @@ impl<F: Future> TaskCell<F> {
     /// # Safety
     ///
     /// The caller must be the party responsible for the stage (see the
-    /// module doc): the poller, which consumed the token in `start_running`
+    /// module doc): the poller, which claimed the token's line in `start`
     /// (the state is `RUNNING`, or `RUNNING+SCHEDULED` if woken since, or
     /// `SCHEDULED` after a poll that ended aborted), the token's holder
-    /// cancelling it (`SCHEDULED`), or the joiner, having
+    /// cancelling it (after the same claim: `RUNNING`), or the joiner, having
     /// seen `COMPLETE`. Then no other party touches the stage until the
     /// caller's next state transition, which follows this call.
     pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
@@ -638,7 +682,8 @@ where
     }
 
     fn run(self: Arc<Self>) -> RunOutcome {
-        match self.header.state.start(FIRST_LINE) {
+        let started = self.header.own().started();
+        match self.header.state.start(FIRST_LINE, started) {
             Start::Poll => self.poll(FIRST_LINE),
             Start::Aborted => self.finish_aborted(FIRST_LINE),
             Start::Stale => {
@@ -704,7 +749,7 @@ where
 
     fn run(self: Arc<Self>) -> RunOutcome {
         let header = &self.cell.header;
-        let start = header.state.start(self.line);
+        let start = header.state.start(self.line, self.entry().started());
         if start == Start::Stale {
             let count = self.entry().detach_count(&header.scheduler);
             return stale(self, count);
@@ -768,6 +813,11 @@ where
                 if !woke_itself && self.header.registered.load(Ordering::Relaxed) == 0 {
                     self.register_parked();
                 }
+                if line == FIRST_LINE {
+                    // Its next token is the cell: it starts a started task
+                    // (a moved line's tokens are made with the hint).
+                    self.header.own().update(STARTED, STARTED);
+                }
                 let counted = self.header.line_entry(line).counted();
                 match self.header.state.end_poll_pending(woke_itself, line) {
                     Park::Parked => {
@@ -801,7 +851,7 @@ where
     /// it unrun: claims the task as a start would, and cancels it; a stale
     /// token only gives back its own count.
     fn cancel_token(&self, line: Line, entry: Entry<'_>) {
-        let reason = match self.header.state.start(line) {
+        let reason = match self.header.state.start(line, entry.started()) {
             Start::Stale => return entry.release_count(&self.header.scheduler),
             Start::Aborted => CancelReason::Aborted,
             Start::Poll => entry.cancel_reason(&self.header.scheduler),
@@ -838,11 +888,12 @@ where
     fn moved_token(self: Arc<Self>, line: Line) -> RunningTask {
         let moved = self.header.moved();
         let from = moved.from() as u32;
-        let bits = if moved.swap_counted(false) {
-            COUNTED
-        } else {
-            UNSET
-        };
+        let bits = STARTED
+            | if moved.swap_counted(false) {
+                COUNTED
+            } else {
+                UNSET
+            };
         RunningTask::new(Arc::new(Moved {
             cell: self,
             line,
@@ -989,9 +1040,11 @@ where
 }
 
 /// Priority inheritance: `task`, queued in channel `channel`, is awaited by
-/// the task this thread polls. If that one is of the same pool, the pool
-/// moves `task` to the waiter's channel when the waiter's level is higher
-/// (see [`Schedule::boost`]).
+/// the task this thread polls. If this thread is a worker of `task`'s pool
+/// (a blocking thread of it polls tasks of no channel), the pool moves
+/// `task` to the waiter's channel when the waiter's level is higher (see
+/// [`Schedule::boost`]). The pool's code calls the user's channel: a panic
+/// there is caught and logged, and the task stays where it was.
 #[cold]
 #[inline(never)]
 pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
@@ -999,9 +1052,22 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
         if !task.belongs_to(scheduler) {
             return;
         }
-        PoolRef::of(scheduler).with(|pool| {
+        let PoolRef::OnWorker(pool) = PoolRef::of(scheduler) else {
+            return;
+        };
+        let boost = || {
+            // SAFETY: as in `PoolRef::with`: made on this thread, a worker
+            // of that pool, whose frame owns an `Arc` to it until its run
+            // returns, which is after this call.
+            let pool = unsafe { &*pool };
             pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to).ok());
-        });
+        };
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(boost)) {
+            log::error!(
+                "smartpool: a channel panicked while a task inherited a priority: {}",
+                super::join::panic_message(&*panic)
+            );
+        }
     });
 }
 

@@ -102,6 +102,23 @@ enum Handle<T> {
 /// future that is parked when the last [`Waker`](std::task::Waker) to it
 /// is dropped can never run again: it is dropped then and there (tokio
 /// keeps it until the runtime shuts down), so its `Drop` runs at once.
+///
+/// **Priority inheritance.** A task running on a worker of the pool that
+/// awaits the handle while the awaited task is still queued, not started,
+/// in a channel of a *lower* level (and was never moved) moves it to the
+/// waiter's own channel, once: it then runs as if it had been submitted
+/// there, instead of waiting behind the lower level's backlog (see
+/// [`JoinHandle::move_to`]). A wait from a level at or below the task's,
+/// from outside the pool, a blocking thread or another pool changes
+/// nothing, as does one that would move a task out of a
+/// `complete_on_close` channel into one that is not, or one while the pool
+/// closes. Each task moves once at most, so a cycle of waits ends. A task
+/// that has started (parked, or queued again after a wake-up) is not
+/// raised; scoped tasks need no raise, since a waiting scope runs its own
+/// unstarted tasks first. The move calls the channel's `push` on the
+/// waiter's thread, inside the waiter's poll. No other executor does
+/// this: tokio, rayon and async-executor leave the awaited task where it
+/// is.
 #[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
 pub struct JoinHandle<T> {
     handle: Handle<T>,

@@ -691,3 +691,113 @@ fn a_moved_task_wakes_racing_its_polls() {
         assert_balanced(&recorder, &signals, 2);
     });
 }
+
+/// A future that yields once, and in that first poll starts a thread that
+/// tries to move its task (the mover then races the poll's end and what
+/// follows it).
+struct MovedWhilePolled {
+    /// The task itself, put in after the spawn; taken by the first poll.
+    control: Arc<Mutex<Option<Arc<dyn Control>>>>,
+    mover: Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveRefused>>>>>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Future for MovedWhilePolled {
+    type Output = u32;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+        let Some(control) = lock(&self.control).take() else {
+            return Poll::Ready(7);
+        };
+        let mover = loom::thread::spawn(move || control.claim_move(2).err());
+        *lock(&self.mover) = Some(mover);
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Drop for MovedWhilePolled {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Spawns a `MovedWhilePolled` task: (recorder, its drops, the mover's
+/// slot, token, handle). The control it holds (a cycle) goes with its
+/// first poll or with the future.
+#[allow(clippy::type_complexity)]
+fn new_moved_while_polled() -> (
+    Arc<Recorder>,
+    Arc<AtomicUsize>,
+    Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveRefused>>>>>,
+    RunningTask,
+    JoinHandle<u32>,
+) {
+    let recorder = Arc::new(Recorder::default());
+    let weak: Weak<dyn Schedule> = Arc::downgrade(&recorder) as Weak<dyn Schedule>;
+    let slot = Arc::new(Mutex::new(None));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let control = Arc::new(Mutex::new(None));
+    let (task, join) = spawn(
+        MovedWhilePolled {
+            control: control.clone(),
+            mover: slot.clone(),
+            drops: drops.clone(),
+        },
+        weak,
+    );
+    *lock(&control) = join.control();
+    (recorder, drops, slot, task, join)
+}
+
+/// A move racing the end of a yielding poll and an abort (the poll's end
+/// may leave a `SCHEDULED` with no token, and the poller then drops the
+/// future): the move, made during the poll, finds the task started,
+/// running or aborted and claims nothing; the future is dropped once. (It
+/// claimed that token-less `SCHEDULED` before moves needed a task not
+/// started: two parties then held the stage.)
+#[test]
+fn move_racing_an_aborted_yield() {
+    loom::model(|| {
+        let (recorder, drops, mover, task, join) = new_moved_while_polled();
+        let aborter = spawn_aborter(&join);
+        run_until_complete(&recorder, Some(task));
+        aborter.join().unwrap();
+        // (Aborted before its first poll: no mover.)
+        if let Some(mover) = lock(&mover).take() {
+            assert!(mover.join().unwrap().is_some(), "a started task moved");
+        }
+        assert!(lock(&recorder.queued).is_empty(), "queued after completion");
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
+        let result = futures::executor::block_on(join);
+        if let Err(error) = result {
+            assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
+        }
+    });
+}
+
+/// A moved task, started, yields; a second move races the poll's end and
+/// the token it makes: refused, so the line's count stays in one place.
+#[test]
+fn a_second_move_racing_a_moved_task_s_yield() {
+    loom::model(|| {
+        let (recorder, drops, mover, task, join) = new_moved_while_polled();
+        assert!(!task.take_count());
+        let moved = join
+            .control()
+            .unwrap()
+            .claim_move(1)
+            .expect("queued: moved");
+        assert!(!moved.take_count());
+        run_until_complete(&recorder, Some(moved));
+        let mover = lock(&mover).take().expect("polled once");
+        assert!(mover.join().unwrap().is_some(), "a started task moved");
+        assert!(matches!(task.run(), RunOutcome::Completed), "stale");
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_eq!(
+            recorder.released.load(Ordering::SeqCst),
+            2,
+            "counts given back"
+        );
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
+    });
+}

@@ -8,9 +8,10 @@
 //! joiner's waker) and the *stage*: the future while it runs, its output or
 //! error once finished. Three kinds of party hold an `Arc` to it:
 //!
-//! * the [`RunningTask`] token, of which at most one exists: whoever holds it
-//!   (a channel's queue, or the worker running it) is *responsible* for the
-//!   task; dropping the token cancels the task;
+//! * the [`RunningTask`] token, of which at most one is live (a move leaves
+//!   stale ones behind, see "Moves"): whoever holds the live one (a
+//!   channel's queue, or the worker running it) is *responsible* for the
+//!   task; dropping it cancels the task;
 //! * wakers, any number, which never touch the stage;
 //! * the [`JoinHandle`], which reads the stage only after `COMPLETE`.
 //!
@@ -67,7 +68,7 @@
 //!   dropped, by a worker, or there and then if the followup drops it or
 //!   the pool is gone;
 //! * `SCHEDULED → SCHEDULED+ABORTED`: whoever runs the token finds the flag
-//!   as it starts (`start_running` returns it) and drops the future
+//!   as it starts (`start` returns it) and drops the future
 //!   unpolled; whoever drops the token cancels it as `Aborted`;
 //! * `RUNNING(+SCHEDULED) → RUNNING+SCHEDULED+ABORTED`: the poll in progress
 //!   ends; if it returned `Pending`, the poller still holds the task (as
@@ -96,19 +97,28 @@
 //!   bumped by each move. Every token carries the line it was made for: the
 //!   cell's own token is line 0; a token made in a later line is a small
 //!   wrapper (`Moved`) around the cell that records its line.
-//! * A move is a claim: one CAS takes `SCHEDULED` (not aborted) in line `g`
-//!   to `SCHEDULED` in line `g + 1`, and the mover makes the line's token
-//!   and submits it. In any other state the move does nothing and says why
-//!   (running, parked, finished, aborted); a move that would wrap the line
-//!   counter is refused.
+//! * A move is a claim: one CAS takes `SCHEDULED` (not aborted, not
+//!   `STARTED`) in line `g` to `SCHEDULED` in line `g + 1`, and the mover
+//!   makes the line's token and submits it. In any other state the move
+//!   does nothing and says why (running, parked, finished, aborted,
+//!   started); a move that would wrap the line counter is refused.
+//! * Only a task that has not started moves. The first start sets
+//!   `STARTED` for good (it is in the value the start's CAS writes), and a
+//!   blocking task is made with it. So a move always finds the task's one
+//!   token made and handed on: it was made with the task, or by the move
+//!   before, at once after its CAS. A started task's `SCHEDULED` may have
+//!   no token yet (a waker or a poller about to make it, a poll that ended
+//!   aborted): a move there would race its maker for the line's fields.
+//!   It also keeps the header's `moved` entry to one writer at a time: only
+//!   the start that succeeds in a moved line writes it first.
 //! * Every transition that *uses* a token is a claim of its line: starting
 //!   it (`SCHEDULED(+ABORTED)` in its line `→ RUNNING`) and cancelling it
 //!   (the same claim, then the drop). A token whose line is not the word's,
 //!   or that finds the word anything but `SCHEDULED`, is stale: its holder
 //!   drops it and touches nothing of the task but its own entry.
 //! * Transitions that *make* a token (a wake or an abort claiming a parked
-//!   task, a poll ending woken, close's sweep) keep the line and make the
-//!   token for it. No other token of that line exists then (the last one
+//!   task, a poll ending woken, close's sweep) keep the line (and
+//!   `STARTED`) and make the token for it. No other token of that line exists then (the last one
 //!   was consumed when the poll started, or none was made since the task
 //!   parked), so a line has at most one token, and tokens of older lines
 //!   are stale forever.
@@ -118,8 +128,8 @@
 //!   lines. A stale token in transit (a LIFO slot flushed into its channel,
 //!   a followup submitting it) writes only its own. Its count towards close
 //!   is its own too, given back when it is found stale: a stale token in a
-//!   `complete_on_close` channel holds close until a worker pops it, which
-//!   close's drain does.
+//!   `complete_on_close` channel holds close until a worker pops it, as
+//!   the workers do while close waits for that channel.
 //! * While a moved task runs or is parked, its line's fields sit in the
 //!   header's second entry (`moved`), written only by the party the state
 //!   word makes responsible: the poller moves the running wrapper's fields
@@ -127,7 +137,14 @@
 //!   the new wrapper. So each count towards close is in exactly one place.
 //!
 //! An unmoved task keeps its cost: starting it is one CAS instead of one
-//! swap, and everything else is as before.
+//! swap (the token's entry carries a `STARTED` hint, so that the CAS
+//! expects the right word), and everything else is as before.
+//!
+//! Stale tokens are work the pool's bookkeeping cannot tell from real work
+//! until a worker pops one: they keep a channel's status bit set, count as
+//! tasks for a custom channel, for `run_until_stalled` and for the deadlock
+//! report's confirmation, and may wake a worker for nothing. Each costs
+//! one pop, once.
 //!
 //! # Invariants
 //!
@@ -171,7 +188,7 @@ pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle};
 pub(crate) use join::Abort as Control;
 pub(crate) use state::MoveRefused;
 
-pub(crate) use cell::{spawn, with_polling_task, ParkedTask, RunOutcome};
+pub(crate) use cell::{spawn, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds

@@ -18,12 +18,19 @@ const COMPLETE: usize = 4;
 /// With `SCHEDULED`: an abort was asked; the responsible party drops the
 /// future instead of polling it (see the parent module's "Abort").
 const ABORTED: usize = 8;
+/// The four bits above: what the task is doing.
+const KIND: usize = 15;
+/// Set by the first start, never cleared (until `COMPLETE`): the task was
+/// polled (or is a blocking task, made started). Only a task that has not
+/// started can move: its one token was made as it was spawned or moved,
+/// before anyone could claim it again (see the parent module's "Moves").
+const STARTED: usize = 16;
 /// The bits above are the state; the rest of the word is the task's line
 /// (see the parent module's "Moves"), kept as it is in the word: a
 /// multiple of [`LINE_ONE`], 0 for a task never moved.
-const STATE: usize = 15;
+const STATE: usize = KIND | STARTED;
 /// One move: the line's step.
-const LINE_ONE: usize = 16;
+const LINE_ONE: usize = 32;
 
 /// A task's line as the word holds it (see the parent module's "Moves"):
 /// which of its tokens is live.
@@ -82,6 +89,9 @@ pub(crate) enum MoveRefused {
     Finished,
     /// An abort was asked: it is dropped wherever it is.
     Aborted,
+    /// It was polled already (or is a blocking task): only a task that has
+    /// not started moves.
+    Started,
     /// The line counter would wrap.
     TooManyMoves,
 }
@@ -109,13 +119,18 @@ impl State {
         State(AtomicUsize::new(SCHEDULED))
     }
 
+    /// A new task that can never move (a blocking task): scheduled, and
+    /// marked started already.
+    pub(crate) fn new_unmovable() -> State {
+        State(AtomicUsize::new(SCHEDULED | STARTED))
+    }
+
     /// A wake-up, from any thread.
     pub(crate) fn wake(&self) -> Wake {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
-            let line = current & !STATE;
-            let (next, outcome) = match current & STATE {
-                IDLE => (line | SCHEDULED, Wake::Claimed(line)),
+            let (next, outcome) = match current & KIND {
+                IDLE => (current | SCHEDULED, Wake::Claimed(current & !STATE)),
                 RUNNING => (current | SCHEDULED, Wake::Pending),
                 COMPLETE => return Wake::Complete,
                 // SCHEDULED or RUNNING+SCHEDULED: write it back unchanged to
@@ -137,9 +152,11 @@ impl State {
     pub(crate) fn abort(&self) -> Abort {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
-            let line = current & !STATE;
-            let (next, outcome) = match current & STATE {
-                IDLE => (line | SCHEDULED | ABORTED, Abort::Claimed(line)),
+            let (next, outcome) = match current & KIND {
+                IDLE => (
+                    current | SCHEDULED | ABORTED,
+                    Abort::Claimed(current & !STATE),
+                ),
                 COMPLETE => return Abort::Done,
                 aborted if aborted & ABORTED != 0 => return Abort::Done,
                 // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a poll, or the
@@ -157,43 +174,49 @@ impl State {
     }
 
     /// The holder of a token of `line` starts the task (or claims it to
-    /// cancel it): `SCHEDULED(+ABORTED) → RUNNING`, in that line, else the
-    /// token is stale. One CAS on the fast path. Acquire pairs with the
-    /// release of every wake (and abort, and move) that came while the task
-    /// was scheduled.
+    /// cancel it): `SCHEDULED(+ABORTED) → RUNNING+STARTED`, in that line,
+    /// else the token is stale. `started`: whether the task had started
+    /// when the token was made (a hint, carried by the token: it makes the
+    /// fast path one CAS; a wrong hint costs a second). Acquire pairs with
+    /// the release of every wake (and abort, and move) that came while the
+    /// task was scheduled.
     #[inline]
-    pub(crate) fn start(&self, line: Line) -> Start {
-        let mut expected = line | SCHEDULED;
+    pub(crate) fn start(&self, line: Line, started: bool) -> Start {
+        let mut expected = line | SCHEDULED | if started { STARTED } else { 0 };
         loop {
             match self.0.compare_exchange(
                 expected,
-                line | RUNNING,
+                line | STARTED | RUNNING,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) if expected & ABORTED == 0 => return Start::Poll,
                 Ok(_) => return Start::Aborted,
-                // An abort came first: claim it with its flag.
-                Err(actual) if actual == line | SCHEDULED | ABORTED => expected = actual,
+                // An abort came first, or the hint was wrong: this token's
+                // line is scheduled all the same; claim it as it is.
+                Err(actual) if actual & !(ABORTED | STARTED) == line | SCHEDULED => {
+                    expected = actual
+                }
                 // Another line, or not scheduled: another token took over.
                 Err(_) => return Start::Stale,
             }
         }
     }
 
-    /// A move: `SCHEDULED` in line `g → SCHEDULED` in line `g + 1`, from
-    /// any thread. The mover is then responsible, for a token of the new
-    /// line, which it returns.
+    /// A move: `SCHEDULED` (not started) in line `g → SCHEDULED` in line
+    /// `g + 1`, from any thread. The mover is then responsible, for a
+    /// token of the new line, which it makes and returns.
     pub(crate) fn move_line(&self) -> Result<Line, MoveRefused> {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
             let line = current & !STATE;
-            match current & STATE {
-                SCHEDULED => {}
-                IDLE => return Err(MoveRefused::Parked),
+            match current & KIND {
                 COMPLETE => return Err(MoveRefused::Finished),
-                state if state & RUNNING != 0 => return Err(MoveRefused::Running),
-                _ => return Err(MoveRefused::Aborted),
+                kind if kind & RUNNING != 0 => return Err(MoveRefused::Running),
+                IDLE => return Err(MoveRefused::Parked),
+                kind if kind & ABORTED != 0 => return Err(MoveRefused::Aborted),
+                _ if current & STARTED != 0 => return Err(MoveRefused::Started),
+                _ => {}
             }
             let Some(next) = line.checked_add(LINE_ONE) else {
                 return Err(MoveRefused::TooManyMoves);
@@ -216,7 +239,7 @@ impl State {
         self.0.load(Ordering::Acquire) & !STATE
     }
 
-    /// Whether a queue holds the task now, in `line` (a hint).
+    /// Whether a queue holds the task now, in `line`, not started (a hint).
     pub(crate) fn is_queued_in(&self, line: Line) -> bool {
         self.0.load(Ordering::Relaxed) == line | SCHEDULED
     }
@@ -237,18 +260,21 @@ impl State {
     /// An abort during the poll left `RUNNING+SCHEDULED+ABORTED`: the word
     /// becomes `SCHEDULED` (with the flag, after the subtraction; without,
     /// after the swap) and the poller, still responsible as the holder of
-    /// a scheduled task, is told to drop the future.
-    #[inline]
+    /// a scheduled task, is told to drop the future. (Started: no move can
+    /// claim that token-less `SCHEDULED`.)
     ///
     /// `line`: the task's line, which does not change while it runs (a
     /// move needs it queued): the swap writes it back.
+    #[inline]
     pub(crate) fn end_poll_pending(&self, woke_itself: bool, line: Line) -> Park {
         let old = if woke_itself {
-            self.0.swap(line | SCHEDULED, Ordering::AcqRel)
+            self.0.swap(line | STARTED | SCHEDULED, Ordering::AcqRel)
         } else {
             self.0.fetch_sub(RUNNING, Ordering::AcqRel)
         };
-        debug_assert!(old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == line);
+        debug_assert!(
+            old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == line | STARTED
+        );
         if old & ABORTED != 0 {
             Park::Aborted
         } else if woke_itself || old & SCHEDULED != 0 {
@@ -278,11 +304,11 @@ mod test {
     fn transitions() {
         let s = State::new_scheduled();
         assert_eq!(s.wake(), Wake::Pending, "already scheduled");
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
         assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
         assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(
@@ -290,16 +316,16 @@ mod test {
             Park::Requeue,
             "woken during poll"
         );
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(
             s.end_poll_pending(true, FIRST_LINE),
             Park::Requeue,
             "woke itself"
         );
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue, "both");
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         s.complete();
         assert!(s.is_complete());
         assert_eq!(s.wake(), Wake::Complete);
@@ -313,21 +339,21 @@ mod test {
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.abort(), Abort::Done, "twice");
         assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.start(FIRST_LINE), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Aborted);
 
         // Parked: the aborter claims it, once.
         let s = State::new_scheduled();
-        assert_eq!(s.start(FIRST_LINE), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
         assert_eq!(s.abort(), Abort::Claimed(FIRST_LINE));
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.wake(), Wake::Pending, "claimed already");
-        assert_eq!(s.start(FIRST_LINE), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE, false), Start::Aborted);
 
         // Running: the poll's end finds it, after a self-wake or not.
         for woke_itself in [false, true] {
             let s = State::new_scheduled();
-            assert_eq!(s.start(FIRST_LINE), Start::Poll);
+            assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
             assert_eq!(s.abort(), Abort::Done);
             assert_eq!(s.wake(), Wake::Pending);
             assert_eq!(s.end_poll_pending(woke_itself, FIRST_LINE), Park::Aborted);
@@ -341,29 +367,51 @@ mod test {
         let s = State::new_scheduled();
         let line = s.move_line().expect("queued: moved");
         assert_ne!(line, FIRST_LINE);
-        assert_eq!(s.start(FIRST_LINE), Start::Stale, "the old token");
+        assert_eq!(s.start(FIRST_LINE, false), Start::Stale, "the old token");
         let newer = s.move_line().expect("moved again");
-        assert_eq!(s.start(line), Start::Stale, "the first move's token");
+        assert_eq!(s.start(line, false), Start::Stale, "the first move's token");
         assert_eq!(s.wake(), Wake::Pending, "queued: a wake keeps the line");
-        assert_eq!(s.start(newer), Start::Poll);
+        assert!(s.is_queued_in(newer));
+        assert_eq!(s.start(newer, true), Start::Poll, "a wrong hint: two CASes");
         assert_eq!(s.move_line(), Err(MoveRefused::Running));
+        assert!(!s.is_queued_in(newer));
         assert_eq!(s.end_poll_pending(true, newer), Park::Requeue);
-        assert_eq!(s.start(newer), Start::Poll, "the line's next token");
+        assert_eq!(
+            s.move_line(),
+            Err(MoveRefused::Started),
+            "no token yet, or queued: started"
+        );
+        assert!(!s.is_queued_in(newer), "started: not a boost's to move");
+        assert_eq!(s.start(newer, true), Start::Poll, "the line's next token");
         assert_eq!(s.end_poll_pending(false, newer), Park::Parked);
         assert_eq!(s.move_line(), Err(MoveRefused::Parked));
         assert_eq!(s.wake(), Wake::Claimed(newer));
+        assert_eq!(s.move_line(), Err(MoveRefused::Started));
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.move_line(), Err(MoveRefused::Aborted));
-        assert_eq!(s.start(line), Start::Stale);
-        assert_eq!(s.start(newer), Start::Aborted);
+        assert_eq!(s.start(line, true), Start::Stale);
+        assert_eq!(s.start(newer, true), Start::Aborted);
         s.complete();
         assert_eq!(s.move_line(), Err(MoveRefused::Finished));
         assert_eq!(
-            s.start(newer),
+            s.start(newer, true),
             Start::Stale,
             "complete: every token is stale"
         );
         assert!(s.is_complete());
+
+        // An abort at the end of a yielding poll leaves a token-less
+        // `SCHEDULED`: not movable.
+        let s = State::new_scheduled();
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Aborted);
+        assert_eq!(s.move_line(), Err(MoveRefused::Started));
+
+        // A blocking task never moves.
+        let s = State::new_unmovable();
+        assert_eq!(s.move_line(), Err(MoveRefused::Started));
+        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
 
         // The counter does not wrap.
         let s = State(AtomicUsize::new((usize::MAX & !STATE) | SCHEDULED));
