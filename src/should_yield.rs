@@ -67,7 +67,9 @@ use std::task::{Context, Poll};
 /// ```
 pub fn should_yield() -> bool {
     crate::task::with_polling_task(|scheduler, from| {
-        crate::core::context::should_yield(scheduler.as_ptr().cast::<()>(), from)
+        from.is_some_and(|from| {
+            crate::core::context::should_yield(scheduler.as_ptr().cast::<()>(), from)
+        })
     })
     .unwrap_or(false)
 }

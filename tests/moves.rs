@@ -517,3 +517,39 @@ fn inheritance_keeps_close_promises() {
     block_on(owned.close());
     assert_eq!(order.take(), ["queued first", "child", "waiter"]);
 }
+
+/// A blocking closure that drives the pool (`Pool::block_on`: a guest
+/// seat) and waits there for a queued low task boosts nothing either, and
+/// its thread reports no channel.
+#[test]
+fn a_blocking_task_driving_the_pool_does_not_boost() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let order = Order::default();
+    let (gate, held) = hold_worker(&pool.low);
+    let o = order.clone();
+    let first = pool.low.exec(run(move || o.push("queued first")));
+    let o = order.clone();
+    let second = pool.low.exec(run(move || o.push("queued second")));
+    let o = order.clone();
+    let child = pool.low.exec(run(move || o.push("child")));
+    let p = pool.clone();
+    let waiter = pool.spawn_blocking(move || {
+        assert_eq!(p.current_key(), None, "a blocking task has no channel");
+        assert!(!smartpool::should_yield());
+        // Drives the pool as a guest: runs the queued low tasks in order,
+        // polling the wait on `child` (queued last) between them.
+        p.block_on(async move {
+            let (c, f, s) = futures::join!(child, first, second);
+            c.unwrap();
+            f.unwrap();
+            s.unwrap();
+        });
+    });
+    block_on(waiter).unwrap();
+    gate.open();
+    block_on(held).unwrap();
+    drop(pool);
+    block_on(owned.close());
+    assert_eq!(order.take(), ["queued first", "queued second", "child"]);
+}

@@ -4,9 +4,12 @@
 //! and from timers, random panics, and a close at a random moment while two
 //! threads keep submitting; some tasks are aborted right after submission,
 //! and each submitter also keeps a `JoinSet` of futures, drained or
-//! dropped (aborting what is left) at the end of the round. The pool has a
-//! worker reserved for the urgent level and a starvation bound on the
-//! backlog. Every task is accounted for:
+//! dropped (aborting what is left) at the end of the round. Some tasks are
+//! moved to the other channel of their kind right after submission
+//! (`move_to`), and some futures await a child queued on the backlog
+//! (priority inheritance moves it up). The pool has a worker reserved for
+//! the urgent level and a starvation bound on the backlog. Every task is
+//! accounted for:
 //!
 //! * its owned state is dropped exactly once (never both run and dropped
 //!   unrun, never neither);
@@ -158,6 +161,9 @@ enum Step {
     YieldIfNeeded,
     Reactor,
     Timer(u64),
+    /// Spawns a trivial child on the backlog and awaits its handle (from a
+    /// higher level, inheritance moves it to this task's channel).
+    AwaitChild,
 }
 
 struct Script {
@@ -165,6 +171,7 @@ struct Script {
     steps: Vec<Step>,
     at: usize,
     waiting: Option<futures_timer::Delay>,
+    child: Option<JoinHandle<()>>,
     registered: bool,
     reactor: Reactor,
     panic_at_end: bool,
@@ -180,6 +187,13 @@ impl Future for Script {
                 match Pin::new(delay).poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(()) => self.waiting = None,
+                }
+            }
+            if let Some(child) = self.child.as_mut() {
+                match Pin::new(child).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    // Ran, or dropped by a close: either way it ended.
+                    Poll::Ready(_) => self.child = None,
                 }
             }
             if self.registered {
@@ -207,6 +221,10 @@ impl Future for Script {
                 }
                 Step::Timer(us) => {
                     self.waiting = Some(futures_timer::Delay::new(Duration::from_micros(us)));
+                }
+                Step::AwaitChild => {
+                    let pool = Pool::<Soak>::current().expect("polled on the pool");
+                    self.child = Some(pool.backlog.exec(run(|| ())));
                 }
             }
         }
@@ -258,10 +276,11 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
         .map_err(|refused| drop(refused.into_inner()))
     } else {
         let steps = (0..rng.below(4))
-            .map(|_| match rng.below(4) {
+            .map(|_| match rng.below(5) {
                 0 => Step::Yield,
                 1 => Step::Reactor,
                 2 => Step::YieldIfNeeded,
+                3 => Step::AwaitChild,
                 _ => Step::Timer(rng.below(300)),
             })
             .collect();
@@ -270,6 +289,7 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
             steps,
             at: 0,
             waiting: None,
+            child: None,
             registered: false,
             reactor: reactor.clone(),
             panic_at_end: panics,
@@ -282,8 +302,30 @@ fn submit(pool: &Arc<Pool<Soak>>, rng: &mut Rng, id: u64, reactor: &Reactor) -> 
         })
     };
     let aborted = rng.below(8) == 0;
+    let moved = rng.below(6) == 0;
     match result {
         Ok(handle) => {
+            if moved {
+                // To the other channel of the same kind (the checks below
+                // know a task's close promise by its channel).
+                let other = match channel {
+                    Ch::Urgent => Ch::Sharded,
+                    Ch::Sharded => Ch::Urgent,
+                    Ch::Normal => Ch::Backlog,
+                    Ch::Backlog => Ch::Normal,
+                };
+                match handle.move_to(pool.channel(other)) {
+                    Ok(())
+                    | Err(
+                        smartpool::MoveError::Running
+                        | smartpool::MoveError::Started
+                        | smartpool::MoveError::Parked
+                        | smartpool::MoveError::Finished
+                        | smartpool::MoveError::Closed,
+                    ) => {}
+                    Err(other) => panic!("move of task {id}: {other}"),
+                }
+            }
             if aborted {
                 handle.abort_handle().abort();
             }

@@ -33,7 +33,7 @@ pub enum MoveError {
     /// about to be), or is a blocking task: only a task that has not
     /// started moves.
     Started,
-    /// The task moved more times than its state word counts (2^60 on a
+    /// The task moved more times than its state word counts (2^59 on a
     /// 64-bit target).
     TooManyMoves,
     /// The channel is not attached to a pool.
@@ -127,6 +127,8 @@ pub(crate) fn move_into<C: Channel + ?Sized>(
     claim: impl FnOnce(usize) -> Result<RunningTask, MoveRefused>,
 ) -> Result<(), MoveError> {
     let link = channel.link().ok_or(MoveError::NotAttached)?;
+    // Asked before the claim: a panic here leaves the task as it was.
+    let lifo = channel.lifo_slot();
     let Ok(count) = link.shared.admit(link.index) else {
         return Err(MoveError::Closed);
     };
@@ -134,7 +136,7 @@ pub(crate) fn move_into<C: Channel + ?Sized>(
     if let Some(count) = count {
         count.hand_to(&task);
     }
-    enqueue(channel, link, task, channel.lifo_slot(), |task, link| {
+    enqueue(channel, link, task, lifo, |task, link| {
         channel.push(task, link)
     });
     Ok(())

@@ -86,14 +86,15 @@ impl<B: PoolBehavior> Pool<B> {
     }
 
     /// The key of the channel the task running on the calling thread was
-    /// taken from, if that task is one of this pool's (else `None`). For a
-    /// future woken since it was submitted, that is where its behavior's
-    /// followup last sent it.
+    /// taken from, if that task is one of this pool's (else `None`; also
+    /// for a blocking task, which runs from no channel). For a future woken
+    /// since it was submitted, that is where its behavior's followup last
+    /// sent it.
     pub fn current_key(&self) -> Option<B::ChannelKey> {
         let me = (self as *const Pool<B>).cast::<()>();
         crate::task::with_polling_task(|scheduler, from| {
-            std::ptr::addr_eq(scheduler.as_ptr(), me).then(|| self.keys[from])
-        })?
+            std::ptr::addr_eq(scheduler.as_ptr(), me).then(|| from.map(|from| self.keys[from]))
+        })??
     }
 
     fn channel_at(&self, index: usize) -> &dyn Channel {

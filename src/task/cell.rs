@@ -98,14 +98,17 @@ const COUNTED: u8 = 0x80;
 const YIELDED: u8 = 0x40;
 /// In an entry's bits: the task had started when the token was made (the
 /// hint `State::start` takes). Set for good in the cell's own entry by the
-/// first poll that returns `Pending`, and in every token a started moved
-/// task makes.
+/// first poll that returns `Pending`, in every token a started moved task
+/// makes, and from birth in a blocking task's.
 const STARTED: u8 = 0x20;
+/// In an entry's bits: the task runs from no channel (a blocking task): it
+/// has no channel to report (`with_polling_task`), nor a level to lend.
+const OFF_CHANNEL: u8 = 0x10;
 /// In an entry's bits: why the task is cancelled if the token is dropped
 /// now, a [`CancelReason`] as its discriminant (from 1), or [`UNSET`] for
 /// "ask the pool" (closing: `PoolClosed`; open: its channel dropped it).
 /// Set before a followup gets the token, unset when it enters a channel.
-const CANCEL: u8 = 0x1f;
+const CANCEL: u8 = 0x0f;
 
 /// No reason recorded: see [`CANCEL`].
 const UNSET: u8 = 0;
@@ -147,6 +150,13 @@ impl Entry<'_> {
             self.bits.store(new, Ordering::Relaxed);
         }
         old
+    }
+
+    /// The channel the token is in or came from, unless it runs from none
+    /// (see [`OFF_CHANNEL`]).
+    #[inline]
+    fn channel(self) -> Option<usize> {
+        (self.bits.load(Ordering::Relaxed) & OFF_CHANNEL == 0).then(|| self.from())
     }
 
     /// The hint for `State::start` (see [`STARTED`]).
@@ -273,8 +283,11 @@ fn header_address(header: &Header) -> *const () {
 }
 
 /// Calls `f` with the pool (as its `Weak`) and the channel index of the
-/// task this thread is polling, if any (innermost, whatever its pool).
-pub(crate) fn with_polling_task<R>(f: impl FnOnce(&Weak<dyn Schedule>, usize) -> R) -> Option<R> {
+/// task this thread is polling, if any (innermost, whatever its pool); the
+/// index is `None` for a task of no channel (a blocking task).
+pub(crate) fn with_polling_task<R>(
+    f: impl FnOnce(&Weak<dyn Schedule>, Option<usize>) -> R,
+) -> Option<R> {
     let header = crate::context::polling()?;
     // SAFETY: the marker holds the address of the header of the task this
     // thread is polling (`header_address`, set by `Runnable::run` for the
@@ -285,7 +298,7 @@ pub(crate) fn with_polling_task<R>(f: impl FnOnce(&Weak<dyn Schedule>, usize) ->
     let header = unsafe { &*header.cast::<Header>() };
     // The line's entry is written by the responsible party: this thread,
     // polling; and the line does not change while the task runs.
-    let from = header.line_entry(header.state.line()).from();
+    let from = header.line_entry(header.state.line()).channel();
     Some(f(&header.scheduler, from))
 }
 
@@ -527,7 +540,7 @@ where
     F::Output: Send + 'static,
 {
     let (state, bits) = if unmovable {
-        (State::new_unmovable(), STARTED)
+        (State::new_unmovable(), STARTED | OFF_CHANNEL)
     } else {
         (State::new_scheduled(), UNSET)
     };
@@ -684,7 +697,7 @@ where
     fn run(self: Arc<Self>) -> RunOutcome {
         let started = self.header.own().started();
         match self.header.state.start(FIRST_LINE, started) {
-            Start::Poll => self.poll(FIRST_LINE),
+            Start::Poll => self.poll(FIRST_LINE, started),
             Start::Aborted => self.finish_aborted(FIRST_LINE),
             Start::Stale => {
                 let count = self.header.own().detach_count(&self.header.scheduler);
@@ -763,7 +776,7 @@ where
         let (cell, line) = (self.cell.clone(), self.line);
         drop(self);
         match start {
-            Start::Poll => cell.poll(line),
+            Start::Poll => cell.poll_moved(line),
             _ => cell.finish_aborted(line),
         }
     }
@@ -779,8 +792,11 @@ where
     F::Output: Send + 'static,
 {
     /// Polls the task, whose start the caller claimed in `line`.
-    #[inline]
-    fn poll(self: Arc<Self>, line: Line) -> RunOutcome {
+    /// `started`: its token's hint said it had started (so the cell's own
+    /// entry needs no update on the way out). Inlined into the cell's own
+    /// `run`, the hot path (measured: 20 instructions a yield when not).
+    #[inline(always)]
+    fn poll(self: Arc<Self>, line: Line, started: bool) -> RunOutcome {
         // Borrows our `Arc` without a reference count of its own (two
         // atomic operations a poll, measured); a future that keeps the
         // waker clones it, which counts.
@@ -813,7 +829,7 @@ where
                 if !woke_itself && self.header.registered.load(Ordering::Relaxed) == 0 {
                     self.register_parked();
                 }
-                if line == FIRST_LINE {
+                if !started && line == FIRST_LINE {
                     // Its next token is the cell: it starts a started task
                     // (a moved line's tokens are made with the hint).
                     self.header.own().update(STARTED, STARTED);
@@ -845,6 +861,13 @@ where
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
         self.finish(line)
+    }
+
+    /// [`TaskCell::poll`] for a moved line, out of line: the moved path is
+    /// cold.
+    #[inline(never)]
+    fn poll_moved(self: Arc<Self>, line: Line) -> RunOutcome {
+        self.poll(line, true)
     }
 
     /// The holder of a token of `line` (with `entry`, its own fields) drops
@@ -1044,11 +1067,18 @@ where
 /// (a blocking thread of it polls tasks of no channel), the pool moves
 /// `task` to the waiter's channel when the waiter's level is higher (see
 /// [`Schedule::boost`]). The pool's code calls the user's channel: a panic
-/// there is caught and logged, and the task stays where it was.
+/// of its `push` drops the moved task (cancelled as dropped by its
+/// channel), as for any submission; any other panic there is caught and
+/// logged, before the claim, and the task stays where it was.
 #[cold]
 #[inline(never)]
 pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
     with_polling_task(|scheduler, waiter| {
+        // A blocking task lends no level, even when its thread drives the
+        // pool as a guest (`Pool::block_on`).
+        let Some(waiter) = waiter else {
+            return;
+        };
         if !task.belongs_to(scheduler) {
             return;
         }

@@ -36,7 +36,8 @@
 //! alone writes only a thread-local, below):
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
-//! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed);
+//! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed;
+//!   the first start also sets `STARTED`, see "Moves");
 //! * poll returned `Pending`: one subtraction of `RUNNING` takes `RUNNING →
 //!   IDLE` (responsibility given up), or, if a wake came during the poll,
 //!   `RUNNING+SCHEDULED → SCHEDULED`, and the worker re-creates the token and
@@ -105,8 +106,10 @@
 //! * Only a task that has not started moves. The first start sets
 //!   `STARTED` for good (it is in the value the start's CAS writes), and a
 //!   blocking task is made with it. So a move always finds the task's one
-//!   token made and handed on: it was made with the task, or by the move
-//!   before, at once after its CAS. A started task's `SCHEDULED` may have
+//!   token made and handed on (it was made with the task), or being made
+//!   by the move before, at once after its CAS: that wrapper is then
+//!   stale from birth, harmlessly (it writes only its own fields), and
+//!   that mover's `Ok` says only that it queued its token. A started task's `SCHEDULED` may have
 //!   no token yet (a waker or a poller about to make it, a poll that ended
 //!   aborted): a move there would race its maker for the line's fields.
 //!   It also keeps the header's `moved` entry to one writer at a time: only
@@ -152,9 +155,12 @@
 //!   and only while the word is `SCHEDULED`
 //!   (with or without `ABORTED`; not `RUNNING+SCHEDULED`, where the poller
 //!   holds the task and makes the token when the poll ends): so one thread
-//!   at a time polls the task, and it is queued at most once. The one
-//!   `SCHEDULED` without a token: right after a poll that ends aborted,
-//!   whose poller holds the task until it completes it.
+//!   at a time polls the task, and it is queued at most once. `SCHEDULED`
+//!   without a live token: for a moment, while the party that claimed it
+//!   (a waker, an aborter, close's sweep, a poll's end, a mover) makes
+//!   it; and after a poll that ends aborted, whose poller holds the task
+//!   until it completes it. Neither can be moved: only a task not started
+//!   moves, and a mover makes its token at once.
 //! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
 //!   it; one that finds it `RUNNING` makes the worker re-queue it; one that
 //!   finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still to come) writes
