@@ -553,3 +553,21 @@ fn a_blocking_task_driving_the_pool_does_not_boost() {
     block_on(owned.close());
     assert_eq!(order.take(), ["queued first", "queued second", "child"]);
 }
+
+/// A zero-thread pool driven by the caller: the entry a move leaves behind
+/// is skipped, and not counted as a task run.
+#[test]
+fn a_driven_pool_skips_and_does_not_count_stale_entries() {
+    let owned = OwnedPool::new(TwoLevels::new(0)).unwrap();
+    let order = Order::default();
+    let o = order.clone();
+    let first = owned.pool.low.exec(run(move || o.push("low")));
+    let o = order.clone();
+    let moved = owned.pool.low.exec(run(move || o.push("moved")));
+    moved.move_to(&owned.pool.high).unwrap();
+    assert_eq!(owned.pool.run_until_stalled(), 2, "two tasks ran");
+    assert_eq!(order.take(), ["moved", "low"]);
+    block_on(first).unwrap();
+    block_on(moved).unwrap();
+    block_on(owned.close());
+}

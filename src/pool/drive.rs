@@ -163,8 +163,10 @@ impl<B: PoolBehavior> Pool<B> {
             let mut cursor = self.levels.cursor(worker.floor);
             let mut ran = 0;
             while let Some(task) = find(self, &context, &mut cursor) {
-                execute(self, task);
-                ran += 1;
+                // (A stale token a move left behind is not a task run.)
+                if execute(self, task) {
+                    ran += 1;
+                }
             }
             ran
         };

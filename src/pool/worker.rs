@@ -71,7 +71,9 @@ pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
         let found = find(pool, &worker, &mut cursor)
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
-            Some(task) => execute(pool, task),
+            Some(task) => {
+                execute(pool, task);
+            }
             // Terminated (the loop ends), or a channel left alone: only
             // the loop's condition decides whether the worker exits.
             None => {
@@ -288,7 +290,9 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                     return false;
                 }
                 match find(pool, &worker, &mut cursor) {
-                    Some(task) => execute(pool, task),
+                    Some(task) => {
+                        execute(pool, task);
+                    }
                     None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
@@ -307,7 +311,9 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             let found = find(pool, &worker, &mut cursor)
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
-                Some(task) => execute(pool, task),
+                Some(task) => {
+                    execute(pool, task);
+                }
                 None if !done() => {
                     back_off(local);
                 }
@@ -443,25 +449,31 @@ pub(super) fn find<B: PoolBehavior>(
     found
 }
 
-/// Runs a task taken from a channel (recorded in it as `from`).
-pub(super) fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) {
+/// Runs a task taken from a channel (recorded in it as `from`). Returns
+/// whether it was a task's live token (run, or dropped by close), not a
+/// stale one a move left behind.
+pub(super) fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) -> bool {
     let shared = &pool.shared;
     if shared.close.is_closing() {
         // Closing: tasks of dropping channels are dropped, not run; past
         // close's deadline, every task is.
         if !shared.channels[task.from()].complete_on_close {
-            return drop(task);
+            drop(task);
+            return true;
         }
         if shared.parked.is_abandoning() {
             // (Its drop counts it for `CloseReport::aborted`.)
             task.set_cancel_reason(Some(crate::task::CancelReason::CloseTimedOut));
-            return drop(task);
+            drop(task);
+            return true;
         }
     }
     match task.run() {
         // The task gave its count back (if it held one) as it completed.
-        RunOutcome::Completed => {}
+        RunOutcome::Completed => true,
         // Parked, or (woken during its poll) handed to followup already.
-        RunOutcome::Pending => {}
+        RunOutcome::Pending => true,
+        // A move's leftover: it gave back its own count.
+        RunOutcome::Stale => false,
     }
 }

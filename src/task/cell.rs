@@ -378,6 +378,9 @@ pub(crate) enum RunOutcome {
     /// Returned `Pending`: parked (whoever wakes it schedules it), or, woken
     /// during the poll, already handed back to the scheduler.
     Pending,
+    /// The token was stale (its task moved, see the parent module's
+    /// "Moves"): nothing ran; its own count towards close is given back.
+    Stale,
 }
 
 /// Type-erased access to a task for the worker and the token: the cell
@@ -720,7 +723,7 @@ fn stale<T>(task: Arc<T>, count: Option<PoolRef>) -> RunOutcome {
     if let Some(count) = count {
         give_back(count);
     }
-    RunOutcome::Completed
+    RunOutcome::Stale
 }
 
 /// The token of a moved task's later line (see the parent module's

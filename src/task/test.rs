@@ -139,6 +139,7 @@ fn a_wake_during_the_poll_requeues_without_recursion() {
     loop {
         match next.run() {
             RunOutcome::Completed => break,
+            RunOutcome::Stale => unreachable!("never moved"),
             RunOutcome::Pending => {
                 // Woken during its poll: handed back at once, as a yield.
                 next = recorder
