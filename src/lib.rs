@@ -137,8 +137,8 @@ pub use behavior::{
 };
 pub use blocking::BlockingConfig;
 pub use channel::{
-    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MoveError, MultiChannel,
-    Rejected, ShortestDeadlineFirst, Submit, VecDequeChannel,
+    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
+    ShortestDeadlineFirst, Submit, VecDequeChannel,
 };
 pub use join_set::JoinSet;
 pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
@@ -146,7 +146,7 @@ pub use run::{run, try_run, Run};
 pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use should_yield::{should_yield, yield_if_needed, YieldIfNeeded};
 pub use steal::WorkQueue;
-pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, RunningTask};
+pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError, RunningTask};
 pub use time::{Periodic, Sleep, TimeScheduler};
 pub use yield_now::{yield_now, YieldNow};
 

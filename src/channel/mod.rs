@@ -32,7 +32,6 @@ pub use deadline::ShortestDeadlineFirst;
 pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
 pub(crate) use moves::move_into;
-pub use moves::MoveError;
 pub use multi::MultiChannel;
 
 use crate::core::context::WorkerContext;

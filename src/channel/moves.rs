@@ -11,69 +11,9 @@
 //! (it must be queued). The token left in the old queue is stale: a worker
 //! that pops it drops it, and it never runs.
 
-use std::fmt;
-
 use super::exec::enqueue;
 use super::Channel;
-use crate::task::{AbortHandle, Control, JoinHandle, MoveRefused, RunningTask};
-
-/// Why a move did nothing. The task stays where it was, as it was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MoveError {
-    /// The task is being polled: it is in no queue.
-    Running,
-    /// The task waits for a wake-up: it is in no queue.
-    Parked,
-    /// The task finished, was cancelled, or its output was taken.
-    Finished,
-    /// An abort was asked: the task is dropped wherever it is.
-    Aborted,
-    /// The task was polled already (it is queued again after a wake-up, or
-    /// about to be), or is a blocking task: only a task that has not
-    /// started moves.
-    Started,
-    /// The task moved more times than its state word counts (2^59 on a
-    /// 64-bit target).
-    TooManyMoves,
-    /// The channel is not attached to a pool.
-    NotAttached,
-    /// The channel belongs to another pool than the task.
-    OtherPool,
-    /// The pool is closing: it admits no task on the channel.
-    Closed,
-}
-
-impl fmt::Display for MoveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            MoveError::Running => "the task is running",
-            MoveError::Parked => "the task is parked, waiting for a wake-up",
-            MoveError::Finished => "the task has finished",
-            MoveError::Aborted => "the task was aborted",
-            MoveError::Started => "the task has started (only a task not yet started moves)",
-            MoveError::TooManyMoves => "the task was moved too many times",
-            MoveError::NotAttached => "the channel is not attached to a pool",
-            MoveError::OtherPool => "the channel belongs to another pool",
-            MoveError::Closed => "the pool is closing",
-        })
-    }
-}
-
-impl std::error::Error for MoveError {}
-
-impl From<MoveRefused> for MoveError {
-    fn from(refused: MoveRefused) -> MoveError {
-        match refused {
-            MoveRefused::Running => MoveError::Running,
-            MoveRefused::Parked => MoveError::Parked,
-            MoveRefused::Finished => MoveError::Finished,
-            MoveRefused::Aborted => MoveError::Aborted,
-            MoveRefused::Started => MoveError::Started,
-            MoveRefused::TooManyMoves => MoveError::TooManyMoves,
-        }
-    }
-}
+use crate::task::{AbortHandle, Control, JoinHandle, MoveError, RunningTask};
 
 impl<T> JoinHandle<T> {
     /// Moves the task to `channel`, a channel of the same pool, if it is
@@ -124,7 +64,7 @@ fn move_to<C: Channel + ?Sized>(
 /// goes back.
 pub(crate) fn move_into<C: Channel + ?Sized>(
     channel: &C,
-    claim: impl FnOnce(usize) -> Result<RunningTask, MoveRefused>,
+    claim: impl FnOnce(usize) -> Result<RunningTask, MoveError>,
 ) -> Result<(), MoveError> {
     let link = channel.link().ok_or(MoveError::NotAttached)?;
     // Asked before the claim: a panic here leaves the task as it was.

@@ -305,7 +305,7 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
         &self,
         waiter: usize,
         queued: usize,
-        claim: &mut dyn FnMut(usize) -> Option<RunningTask>,
+        claim: &mut dyn FnMut(usize) -> Result<RunningTask, crate::MoveError>,
     ) {
         let channels = &self.shared.channels;
         if self.levels.level_of(waiter) >= self.levels.level_of(queued)
@@ -315,9 +315,7 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
             return;
         }
         // A refusal (closing, or the task started meanwhile) leaves it be.
-        let _ = crate::channel::move_into(self.channel_at(waiter), |index| {
-            claim(index).ok_or(crate::task::MoveRefused::Running)
-        });
+        let _ = crate::channel::move_into(self.channel_at(waiter), claim);
     }
 }
 

@@ -10,9 +10,9 @@ use std::task::{Context, Poll};
 
 use futures::task::{waker_ref, ArcWake, AtomicWaker};
 
-use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget};
+use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget, MoveError};
 use super::state::{
-    Abort as AbortOutcome, Line, MoveRefused, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
+    Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
 };
 use super::Schedule;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
@@ -735,15 +735,35 @@ struct Moved<F: Future> {
     bits: AtomicU8,
 }
 
-impl<F: Future> Drop for Moved<F> {
-    /// A count left in a wrapper (none is, in the paths that consume one:
-    /// it goes with the run, or back with the cancellation) goes back.
-    fn drop(&mut self) {
+impl<F: Future> Moved<F> {
+    /// The token of `cell` in `line`, with its entry's channel and bits.
+    fn token(cell: Arc<TaskCell<F>>, line: Line, from: usize, bits: u8) -> RunningTask
+    where
+        F: Send + 'static,
+        F::Output: Send + 'static,
+    {
+        RunningTask::new(Arc::new(Moved {
+            cell,
+            line,
+            from: AtomicU32::new(from as u32),
+            bits: AtomicU8::new(bits),
+        }))
+    }
+
+    /// This token's own entry.
+    fn fields(&self) -> Entry<'_> {
         Entry {
             from: &self.from,
             bits: &self.bits,
         }
-        .release_count(&self.cell.header.scheduler);
+    }
+}
+
+impl<F: Future> Drop for Moved<F> {
+    /// A count left in a wrapper (none is, in the paths that consume one:
+    /// it goes with the run, or back with the cancellation) goes back.
+    fn drop(&mut self) {
+        self.fields().release_count(&self.cell.header.scheduler);
     }
 }
 
@@ -757,10 +777,7 @@ where
     }
 
     fn entry(&self) -> Entry<'_> {
-        Entry {
-            from: &self.from,
-            bits: &self.bits,
-        }
+        self.fields()
     }
 
     fn run(self: Arc<Self>) -> RunOutcome {
@@ -913,19 +930,14 @@ where
     #[inline(never)]
     fn moved_token(self: Arc<Self>, line: Line) -> RunningTask {
         let moved = self.header.moved();
-        let from = moved.from() as u32;
+        let from = moved.from();
         let bits = STARTED
             | if moved.swap_counted(false) {
                 COUNTED
             } else {
                 UNSET
             };
-        RunningTask::new(Arc::new(Moved {
-            cell: self,
-            line,
-            from: AtomicU32::new(from),
-            bits: AtomicU8::new(bits),
-        }))
+        Moved::token(self, line, from, bits)
     }
 
     /// The channel the task is queued in, if it is queued and was never
@@ -1054,14 +1066,9 @@ where
 
     /// The new line's token holds no count towards close (the channel it
     /// enters gives it one) and names `channel` as where it is.
-    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveRefused> {
+    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveError> {
         let line = self.header.state.move_line()?;
-        Ok(RunningTask::new(Arc::new(Moved {
-            cell: self,
-            line,
-            from: AtomicU32::new(channel as u32),
-            bits: AtomicU8::new(UNSET),
-        })))
+        Ok(Moved::token(self, line, channel, UNSET))
     }
 }
 
@@ -1093,7 +1100,7 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
             // of that pool, whose frame owns an `Arc` to it until its run
             // returns, which is after this call.
             let pool = unsafe { &*pool };
-            pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to).ok());
+            pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to));
         };
         if let Err(panic) = catch_unwind(AssertUnwindSafe(boost)) {
             log::error!(

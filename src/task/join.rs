@@ -9,7 +9,6 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use super::cell::{Stage, TaskCell};
-use super::state::MoveRefused;
 use super::{RunningTask, Schedule};
 use crate::sync::Ordering;
 
@@ -43,7 +42,7 @@ pub(crate) trait Abort: Send + Sync {
     /// A move (see the parent module's "Moves"): if the task is queued,
     /// claims it and returns the token of its new line, to be queued in
     /// channel `channel`.
-    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveRefused>;
+    fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveError>;
 }
 
 impl<F> JoinTarget<F::Output> for TaskCell<F>
@@ -239,8 +238,8 @@ impl Abort for Finished {
     fn belongs_to(&self, _: &Weak<dyn Schedule>) -> bool {
         false
     }
-    fn claim_move(self: Arc<Self>, _: usize) -> Result<RunningTask, MoveRefused> {
-        Err(MoveRefused::Finished)
+    fn claim_move(self: Arc<Self>, _: usize) -> Result<RunningTask, MoveError> {
+        Err(MoveError::Finished)
     }
 }
 
@@ -464,3 +463,49 @@ impl fmt::Debug for JoinError {
 }
 
 impl std::error::Error for JoinError {}
+
+/// Why a move ([`JoinHandle::move_to`], [`AbortHandle::move_to`]) did
+/// nothing. The task stays where it was, as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MoveError {
+    /// The task is being polled: it is in no queue.
+    Running,
+    /// The task waits for a wake-up: it is in no queue.
+    Parked,
+    /// The task finished, was cancelled, or its output was taken.
+    Finished,
+    /// An abort was asked: the task is dropped wherever it is.
+    Aborted,
+    /// The task was polled already (it is queued again after a wake-up, or
+    /// about to be), or is a blocking task: only a task that has not
+    /// started moves.
+    Started,
+    /// The task moved more times than its state word counts (2^59 on a
+    /// 64-bit target).
+    TooManyMoves,
+    /// The channel is not attached to a pool.
+    NotAttached,
+    /// The channel belongs to another pool than the task.
+    OtherPool,
+    /// The pool is closing: it admits no task on the channel.
+    Closed,
+}
+
+impl fmt::Display for MoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MoveError::Running => "the task is running",
+            MoveError::Parked => "the task is parked, waiting for a wake-up",
+            MoveError::Finished => "the task has finished",
+            MoveError::Aborted => "the task was aborted",
+            MoveError::Started => "the task has started (only a task not yet started moves)",
+            MoveError::TooManyMoves => "the task was moved too many times",
+            MoveError::NotAttached => "the channel is not attached to a pool",
+            MoveError::OtherPool => "the channel belongs to another pool",
+            MoveError::Closed => "the pool is closing",
+        })
+    }
+}
+
+impl std::error::Error for MoveError {}

@@ -63,7 +63,13 @@ impl Schedule for Recorder {
         }
     }
     fn dropped_at_deadline(&self) {}
-    fn boost(&self, _: usize, _: usize, _: &mut dyn FnMut(usize) -> Option<RunningTask>) {}
+    fn boost(
+        &self,
+        _: usize,
+        _: usize,
+        _: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
+    ) {
+    }
 }
 
 /// Shared by the future and the threads that wake it.
@@ -711,7 +717,7 @@ fn a_moved_task_wakes_racing_its_polls() {
 struct MovedWhilePolled {
     /// The task itself, put in after the spawn; taken by the first poll.
     control: Arc<Mutex<Option<Arc<dyn Control>>>>,
-    mover: Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveRefused>>>>>,
+    mover: Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveError>>>>>,
     drops: Arc<AtomicUsize>,
 }
 
@@ -741,7 +747,7 @@ impl Drop for MovedWhilePolled {
 fn new_moved_while_polled() -> (
     Arc<Recorder>,
     Arc<AtomicUsize>,
-    Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveRefused>>>>>,
+    Arc<Mutex<Option<loom::thread::JoinHandle<Option<MoveError>>>>>,
     RunningTask,
     JoinHandle<u32>,
 ) {

@@ -189,10 +189,9 @@ mod join;
 mod state;
 
 pub use cell::RunningTask;
-pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle};
+pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError};
 
 pub(crate) use join::Abort as Control;
-pub(crate) use state::MoveRefused;
 
 pub(crate) use cell::{spawn, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome};
 pub(crate) use join::panic_message;
@@ -234,7 +233,7 @@ pub(crate) trait Schedule: Send + Sync + 'static {
         &self,
         waiter: usize,
         queued: usize,
-        claim: &mut dyn FnMut(usize) -> Option<RunningTask>,
+        claim: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
     );
     /// The pool itself, for `Pool::current` to downcast.
     fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;

@@ -1,6 +1,7 @@
 //! The task state word and its transitions. See the parent module for the
 //! state table and the invariants these transitions keep.
 
+use super::join::MoveError;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Parked: nobody is responsible until a wake claims it.
@@ -75,25 +76,6 @@ pub(crate) enum Start {
     /// The token is stale (see the parent module's "Moves"): another token
     /// took the task over; drop this one, touching nothing but its entry.
     Stale,
-}
-
-/// Why a move did nothing (see the parent module's "Moves").
-#[must_use]
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum MoveRefused {
-    /// It is being polled.
-    Running,
-    /// It waits for a wake-up: no queue holds it.
-    Parked,
-    /// It finished (or was cancelled).
-    Finished,
-    /// An abort was asked: it is dropped wherever it is.
-    Aborted,
-    /// It was polled already (or is a blocking task): only a task that has
-    /// not started moves.
-    Started,
-    /// The line counter would wrap.
-    TooManyMoves,
 }
 
 /// How a poll that returned `Pending` ends.
@@ -206,20 +188,20 @@ impl State {
     /// A move: `SCHEDULED` (not started) in line `g → SCHEDULED` in line
     /// `g + 1`, from any thread. The mover is then responsible, for a
     /// token of the new line, which it makes and returns.
-    pub(crate) fn move_line(&self) -> Result<Line, MoveRefused> {
+    pub(crate) fn move_line(&self) -> Result<Line, MoveError> {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
             let line = current & !STATE;
             match current & KIND {
-                COMPLETE => return Err(MoveRefused::Finished),
-                kind if kind & RUNNING != 0 => return Err(MoveRefused::Running),
-                IDLE => return Err(MoveRefused::Parked),
-                kind if kind & ABORTED != 0 => return Err(MoveRefused::Aborted),
-                _ if current & STARTED != 0 => return Err(MoveRefused::Started),
+                COMPLETE => return Err(MoveError::Finished),
+                kind if kind & RUNNING != 0 => return Err(MoveError::Running),
+                IDLE => return Err(MoveError::Parked),
+                kind if kind & ABORTED != 0 => return Err(MoveError::Aborted),
+                _ if current & STARTED != 0 => return Err(MoveError::Started),
                 _ => {}
             }
             let Some(next) = line.checked_add(LINE_ONE) else {
-                return Err(MoveRefused::TooManyMoves);
+                return Err(MoveError::TooManyMoves);
             };
             match self.0.compare_exchange_weak(
                 current,
@@ -373,26 +355,26 @@ mod test {
         assert_eq!(s.wake(), Wake::Pending, "queued: a wake keeps the line");
         assert!(s.is_queued_in(newer));
         assert_eq!(s.start(newer, true), Start::Poll, "a wrong hint: two CASes");
-        assert_eq!(s.move_line(), Err(MoveRefused::Running));
+        assert_eq!(s.move_line(), Err(MoveError::Running));
         assert!(!s.is_queued_in(newer));
         assert_eq!(s.end_poll_pending(true, newer), Park::Requeue);
         assert_eq!(
             s.move_line(),
-            Err(MoveRefused::Started),
+            Err(MoveError::Started),
             "no token yet, or queued: started"
         );
         assert!(!s.is_queued_in(newer), "started: not a boost's to move");
         assert_eq!(s.start(newer, true), Start::Poll, "the line's next token");
         assert_eq!(s.end_poll_pending(false, newer), Park::Parked);
-        assert_eq!(s.move_line(), Err(MoveRefused::Parked));
+        assert_eq!(s.move_line(), Err(MoveError::Parked));
         assert_eq!(s.wake(), Wake::Claimed(newer));
-        assert_eq!(s.move_line(), Err(MoveRefused::Started));
+        assert_eq!(s.move_line(), Err(MoveError::Started));
         assert_eq!(s.abort(), Abort::Done);
-        assert_eq!(s.move_line(), Err(MoveRefused::Aborted));
+        assert_eq!(s.move_line(), Err(MoveError::Aborted));
         assert_eq!(s.start(line, true), Start::Stale);
         assert_eq!(s.start(newer, true), Start::Aborted);
         s.complete();
-        assert_eq!(s.move_line(), Err(MoveRefused::Finished));
+        assert_eq!(s.move_line(), Err(MoveError::Finished));
         assert_eq!(
             s.start(newer, true),
             Start::Stale,
@@ -406,15 +388,15 @@ mod test {
         assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Aborted);
-        assert_eq!(s.move_line(), Err(MoveRefused::Started));
+        assert_eq!(s.move_line(), Err(MoveError::Started));
 
         // A blocking task never moves.
         let s = State::new_unmovable();
-        assert_eq!(s.move_line(), Err(MoveRefused::Started));
+        assert_eq!(s.move_line(), Err(MoveError::Started));
         assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
 
         // The counter does not wrap.
         let s = State(AtomicUsize::new((usize::MAX & !STATE) | SCHEDULED));
-        assert_eq!(s.move_line(), Err(MoveRefused::TooManyMoves));
+        assert_eq!(s.move_line(), Err(MoveError::TooManyMoves));
     }
 }

@@ -46,7 +46,13 @@ impl Schedule for Recorder {
         false
     }
     fn dropped_at_deadline(&self) {}
-    fn boost(&self, _: usize, _: usize, _: &mut dyn FnMut(usize) -> Option<RunningTask>) {}
+    fn boost(
+        &self,
+        _: usize,
+        _: usize,
+        _: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
+    ) {
+    }
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
