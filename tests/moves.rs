@@ -28,6 +28,22 @@ impl Order {
     }
 }
 
+/// `n` low tasks that record "backlog" in `order`.
+fn backlog(pool: &TwoLevels, order: &Order, n: usize) -> Vec<JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let order = order.clone();
+            pool.low.exec(run(move || order.push("backlog")))
+        })
+        .collect()
+}
+
+fn join_all(handles: Vec<JoinHandle<()>>) {
+    for handle in handles {
+        block_on(handle).unwrap();
+    }
+}
+
 /// One worker, held by a low task while `setup` queues work; then let go.
 fn with_held_worker(
     owned: &OwnedPool<TwoLevels>,
@@ -47,10 +63,7 @@ fn a_moved_task_runs_once_from_its_new_channel_before_the_backlog() {
     let mut handles = Vec::new();
     let mut target = None;
     let held = with_held_worker(&owned, |pool| {
-        for _ in 0..20 {
-            let order = order.clone();
-            handles.push(pool.low.exec(run(move || order.push("backlog"))));
-        }
+        handles = backlog(pool, &order, 20);
         let (order, runs) = (order.clone(), runs.clone());
         let asset = pool.low.exec(run(move || {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -61,9 +74,7 @@ fn a_moved_task_runs_once_from_its_new_channel_before_the_backlog() {
     });
     block_on(held).unwrap();
     block_on(target.unwrap()).unwrap();
-    for handle in handles {
-        block_on(handle).unwrap();
-    }
+    join_all(handles);
     block_on(owned.close());
     let order = order.take();
     assert_eq!(order[0], "asset", "the moved task ran first: {order:?}");
@@ -278,9 +289,7 @@ fn moves_racing_the_workers_lose_nothing() {
             }
         }
     }
-    for handle in handles {
-        block_on(handle).unwrap();
-    }
+    join_all(handles);
     block_on(owned.close());
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -298,12 +307,9 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
     let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
     let order = Order::default();
     let mut waiter = None;
-    let mut backlog = Vec::new();
+    let mut queued = Vec::new();
     let held = with_held_worker(&owned, |pool| {
-        for _ in 0..20 {
-            let order = order.clone();
-            backlog.push(pool.low.exec(run(move || order.push("backlog"))));
-        }
+        queued = backlog(pool, &order, 20);
         let o = order.clone();
         let child = pool.low.exec(run(move || o.push("child")));
         let o = order.clone();
@@ -314,9 +320,7 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
     });
     block_on(held).unwrap();
     block_on(waiter.unwrap()).unwrap();
-    for handle in backlog {
-        block_on(handle).unwrap();
-    }
+    join_all(queued);
     block_on(owned.close());
     let order = order.take();
     assert_eq!(&order[..2], ["child", "waiter"], "{order:?}");
@@ -358,12 +362,9 @@ fn inheritance_through_a_chain_of_waits_ends() {
     let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
     let order = Order::default();
     let mut top = None;
-    let mut backlog = Vec::new();
+    let mut queued = Vec::new();
     let held = with_held_worker(&owned, |pool| {
-        for _ in 0..10 {
-            let order = order.clone();
-            backlog.push(pool.low.exec(run(move || order.push("backlog"))));
-        }
+        queued = backlog(pool, &order, 10);
         let o = order.clone();
         let c = pool.low.exec(run(move || o.push("c")));
         let o = order.clone();
@@ -379,9 +380,7 @@ fn inheritance_through_a_chain_of_waits_ends() {
     });
     block_on(held).unwrap();
     block_on(top.unwrap()).unwrap();
-    for handle in backlog {
-        block_on(handle).unwrap();
-    }
+    join_all(queued);
     block_on(owned.close());
     let order = order.take();
     assert_eq!(&order[..3], ["c", "b", "a"], "{order:?}");
@@ -396,12 +395,7 @@ fn a_high_scope_does_not_wait_behind_the_low_backlog() {
     let pool = owned.pool.clone();
     let order = Order::default();
     let (gate, held) = hold_worker(&pool.low);
-    let backlog: Vec<_> = (0..10)
-        .map(|_| {
-            let order = order.clone();
-            pool.low.exec(run(move || order.push("backlog")))
-        })
-        .collect();
+    let queued = backlog(&pool, &order, 10);
     let (o, p) = (order.clone(), pool.clone());
     let waiter = pool.high.exec(run(move || {
         smartpool::scope(|s| {
@@ -414,9 +408,7 @@ fn a_high_scope_does_not_wait_behind_the_low_backlog() {
     gate.open();
     block_on(held).unwrap();
     block_on(waiter).unwrap();
-    for handle in backlog {
-        block_on(handle).unwrap();
-    }
+    join_all(queued);
     drop(pool);
     block_on(owned.close());
     let order = order.take();

@@ -90,14 +90,22 @@ fn w10(pool: &Arc<Pool<TwoLevels>>, tasks: usize, check: bool) -> (Histogram<u64
             left.fetch_sub(1, Ordering::AcqRel);
         }));
     }
-    let waits = Arc::new(Mutex::new(
-        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
-    ));
+    urgent_until_drained(pool, &left, start)
+}
+
+/// Submits one urgent task a millisecond until `left` reaches 0: their
+/// waits (submit to start), and the time from `start` to the drain.
+fn urgent_until_drained(
+    pool: &Arc<Pool<TwoLevels>>,
+    left: &AtomicUsize,
+    start: Instant,
+) -> (Histogram<u64>, Duration) {
+    let waits = Arc::new(Mutex::new(histogram()));
     let mut urgent = Vec::new();
     while left.load(Ordering::Acquire) > 0 {
         std::thread::sleep(Duration::from_millis(1));
         let (waits, submitted) = (waits.clone(), Instant::now());
-        urgent.push(pool.urgent.exec(smartpool::run(move || {
+        urgent.push(pool.urgent.exec(run(move || {
             let waited = submitted.elapsed().as_nanos() as u64;
             waits
                 .lock()
@@ -112,6 +120,25 @@ fn w10(pool: &Arc<Pool<TwoLevels>>, tasks: usize, check: bool) -> (Histogram<u64
     }
     let waits = waits.lock().unwrap().clone();
     (waits, drained)
+}
+
+/// A histogram of waits in ns, up to 10 s.
+fn histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds")
+}
+
+/// Submits `tasks` closures of 20 µs (the W7 backlog) on the low level;
+/// the count of those left.
+fn backlog(pool: &Arc<Pool<TwoLevels>>, tasks: usize) -> Arc<AtomicUsize> {
+    let left = Arc::new(AtomicUsize::new(tasks));
+    for _ in 0..tasks {
+        let left = left.clone();
+        drop(pool.normal.exec(run(move || {
+            spin(Duration::from_micros(20));
+            left.fetch_sub(1, Ordering::AcqRel);
+        })));
+    }
+    left
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -161,7 +188,7 @@ fn main() {
     println!();
 
     let (reps, tasks) = if quick { (2, 40) } else { (4, 2_000) };
-    let empty = || Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds");
+    let empty = histogram;
     let (mut waits_with, mut waits_without) = (empty(), empty());
     let (mut drain_with, mut drain_without) = (Vec::new(), Vec::new());
     for rep in 0..reps {
@@ -331,52 +358,15 @@ fn submit(pool: &Arc<Pool<TwoLevels>>, n: usize, batch: bool) -> f64 {
 
 /// W7, one rep: (urgent waits, backlog drain time).
 fn w7(pool: &Arc<Pool<TwoLevels>>, tasks: usize) -> (Histogram<u64>, Duration) {
-    let left = Arc::new(AtomicUsize::new(tasks));
     let start = Instant::now();
-    for _ in 0..tasks {
-        let left = left.clone();
-        drop(pool.normal.exec(run(move || {
-            spin(Duration::from_micros(20));
-            left.fetch_sub(1, Ordering::AcqRel);
-        })));
-    }
-    let waits = Arc::new(Mutex::new(
-        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
-    ));
-    let mut urgent = Vec::new();
-    while left.load(Ordering::Acquire) > 0 {
-        std::thread::sleep(Duration::from_millis(1));
-        let (waits, submitted) = (waits.clone(), Instant::now());
-        urgent.push(pool.urgent.exec(run(move || {
-            let waited = submitted.elapsed().as_nanos() as u64;
-            waits
-                .lock()
-                .unwrap()
-                .record(waited.max(1))
-                .expect("in bounds");
-        })));
-    }
-    let drained = start.elapsed();
-    for h in urgent {
-        futures::executor::block_on(h).unwrap();
-    }
-    let waits = waits.lock().unwrap().clone();
-    (waits, drained)
+    let left = backlog(pool, tasks);
+    urgent_until_drained(pool, &left, start)
 }
 
 /// W12, one rep: the awaited children's waits.
 fn w12(pool: &Arc<Pool<TwoLevels>>, tasks: usize, inherit: bool) -> Histogram<u64> {
-    let left = Arc::new(AtomicUsize::new(tasks));
-    for _ in 0..tasks {
-        let left = left.clone();
-        drop(pool.normal.exec(run(move || {
-            spin(Duration::from_micros(20));
-            left.fetch_sub(1, Ordering::AcqRel);
-        })));
-    }
-    let waits = Arc::new(Mutex::new(
-        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds"),
-    ));
+    let left = backlog(pool, tasks);
+    let waits = Arc::new(Mutex::new(histogram()));
     let mut high = Vec::new();
     while left.load(Ordering::Acquire) > 0 {
         std::thread::sleep(Duration::from_millis(2));
