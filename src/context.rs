@@ -49,6 +49,20 @@ struct Context {
     /// The task being polled on this thread (innermost), or null.
     #[cfg(not(loom))]
     polling: Polling,
+    /// Where this thread counts for a pool's metrics (see `core::meters`).
+    counts: Counts,
+}
+
+/// The block of counts this thread writes for one pool: its seat's, or a
+/// block of its own (kept alive here). Forgotten whenever the thread's
+/// worker changes, so that it never names a seat the thread left.
+struct Counts {
+    /// The pool's id, or `usize::MAX` for none.
+    pool: Cell<usize>,
+    /// The block (its first count), when `pool` names one.
+    block: Cell<*const ()>,
+    /// Keeps an outside block alive while `block` points into it.
+    keep: RefCell<Option<std::sync::Arc<dyn Any + Send + Sync>>>,
 }
 
 /// The task being polled on this thread, and whether it woke itself.
@@ -75,6 +89,11 @@ thread_local! {
             cancelling: Cell::new(0),
             #[cfg(not(loom))]
             polling: Polling::new(),
+            counts: Counts {
+                pool: Cell::new(usize::MAX),
+                block: Cell::new(std::ptr::null()),
+                keep: RefCell::new(None),
+            },
         }
     };
 }
@@ -180,6 +199,7 @@ pub(crate) fn enter<W: Any>(pool: *const (), worker: Rc<W>) -> Entered {
         // The worker first: should the replace panic, the address still
         // names the worker the context holds.
         let worker = c.worker.replace(Some(worker as Rc<dyn Any>));
+        c.counts.pool.set(usize::MAX);
         (
             c.pool.replace(pool),
             worker,
@@ -210,6 +230,7 @@ impl Drop for Entered {
         // The worker first, then the addresses (see `enter`).
         let _left = CONTEXT.try_with(|c| {
             let left = c.worker.replace(worker);
+            c.counts.pool.set(usize::MAX);
             c.pool.set(pool);
             c.worker_address.set(address);
             left
@@ -224,6 +245,7 @@ pub(crate) fn leave_for_now() -> Entered {
     let outer = CONTEXT
         .try_with(|c| {
             let worker = c.worker.replace(None);
+            c.counts.pool.set(usize::MAX);
             (
                 c.pool.replace(std::ptr::null()),
                 worker,
@@ -246,6 +268,54 @@ pub(crate) fn available() -> bool {
 pub(crate) fn pool() -> *const () {
     CONTEXT
         .try_with(|c| c.pool.get())
+        .unwrap_or(std::ptr::null())
+}
+
+/// Calls `f` with the block of counts this thread writes for the pool
+/// `pool_id` (see `core::meters`); `None` while the thread's locals are
+/// being destroyed. One read of the context when it is the pool this
+/// thread last counted for; else `resolve` names the block (the thread's
+/// seat's, or one of its own, which the context then keeps alive).
+#[inline(always)]
+pub(crate) fn with_counts<R>(
+    pool_id: usize,
+    resolve: impl FnOnce() -> (*const (), Option<std::sync::Arc<dyn Any + Send + Sync>>),
+    f: impl FnOnce(*const ()) -> R,
+) -> Option<R> {
+    CONTEXT
+        .try_with(|c| {
+            let block = if c.counts.pool.get() == pool_id {
+                c.counts.block.get()
+            } else {
+                resolve_counts(&c.counts, pool_id, resolve)
+            };
+            f(block)
+        })
+        .ok()
+}
+
+#[cold]
+#[inline(never)]
+fn resolve_counts(
+    counts: &Counts,
+    pool_id: usize,
+    resolve: impl FnOnce() -> (*const (), Option<std::sync::Arc<dyn Any + Send + Sync>>),
+) -> *const () {
+    let (block, keep) = resolve();
+    // The old block is let go of after the cache names the new one.
+    let old = counts.keep.replace(keep);
+    counts.block.set(block);
+    counts.pool.set(pool_id);
+    drop(old);
+    block
+}
+
+/// The calling thread's worker address (see [`pool_and_worker_address`]),
+/// or null: one read of the context.
+#[inline]
+pub(crate) fn worker_address() -> *const () {
+    CONTEXT
+        .try_with(|c| c.worker_address.get())
         .unwrap_or(std::ptr::null())
 }
 

@@ -87,6 +87,14 @@
 //! blocking). A pool with `threads: 0` starts no thread: it runs only while
 //! driven ([`Pool::block_on`], [`Pool::run_until_stalled`], its close).
 //!
+//! ## What the pool did
+//!
+//! `Pool::metrics` returns a snapshot per channel (tasks submitted,
+//! started, completed, panicked, cancelled, queued; sampled queue waits),
+//! per level (busy time) and per worker (activity, tasks, steals). It is
+//! there with the `metrics` cargo feature, on by default; turned off
+//! (`default-features = false`), every count compiles to nothing.
+//!
 //! ## Inside
 //!
 //! Each concurrent part is one module whose documentation states its protocol
@@ -96,7 +104,8 @@
 //! and the worker context on it), `lifo` (the stealable slot), `scope::claim` (work-first
 //! waits), `core::seats` (guest seats for driving threads and stand-ins),
 //! `pool::blocking` (the hand-over of `block_in_place`), `blocking` (the
-//! blocking threads), `core::blocked` (the deadlock check). Modules import downward only: `context`, `sync`, `status`,
+//! blocking threads), `core::blocked` (the deadlock check), `core::meters` (the counts).
+//! Modules import downward only: `context`, `sync`, `status`,
 //! `task`, `lifo`, `sleep`, then `core`, the queues (`steal`), `channel`,
 //! `behavior` and `schedule`, `pool`, and the extras (`scope`, `time`).
 
@@ -142,6 +151,8 @@ pub use channel::{
 };
 pub use join_set::JoinSet;
 pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
+#[cfg(feature = "metrics")]
+pub use pool::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use run::{run, try_run, Run};
 pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use should_yield::{should_yield, yield_if_needed, YieldIfNeeded};

@@ -204,7 +204,10 @@ impl WorkQueue {
                     None => stealer.steal(),
                 };
                 match stolen {
-                    Steal::Success(task) => return Some(moved(task, local, link)),
+                    Steal::Success(task) => {
+                        worker.stole();
+                        return Some(moved(task, local, link));
+                    }
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
                 }

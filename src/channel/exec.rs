@@ -114,7 +114,7 @@ impl<C: Channel + ?Sized> Exec for C {
             if let Some(count) = count {
                 count.hand_to(&task);
             }
-            shared.account(&task, link.index);
+            shared.account(&task, link.index, true);
             // As in `enqueue`: a panicking push may have stored the task or
             // dropped it (which cancels it); the bit is marked all the same,
             // at the announcement.
@@ -205,7 +205,7 @@ where
         count.hand_to(&task);
     }
     // Made with this link's scheduler: it belongs to this pool.
-    enqueue(channel, link, task, lifo, push);
+    enqueue(channel, link, task, lifo, true, push);
     Ok(handle)
 }
 
@@ -244,21 +244,23 @@ fn submit_with<C: Channel + ?Sized>(
         task.set_cancel_reason(Some(CancelReason::OtherPool));
         return;
     }
-    enqueue(channel, link, task, lifo, push);
+    enqueue(channel, link, task, lifo, false, push);
 }
 
 /// The one path by which tasks enter a channel of their pool, `push`
 /// storing them; or, if `lifo` allows it, the calling worker's LIFO slot.
+/// `new`: a task just made (counted as submitted, see `core::meters`).
 pub(super) fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,
     task: RunningTask,
     lifo: bool,
+    new: bool,
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) {
     let shared = &link.shared;
     // A yield goes behind the queued work, not into the slot.
-    let yielded = shared.account(&task, link.index);
+    let yielded = shared.account(&task, link.index, new);
     let lifo = lifo && !yielded && shared.channels[link.index].uses_slot;
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only

@@ -76,7 +76,7 @@ pub(crate) fn move_into<C: Channel + ?Sized>(
     if let Some(count) = count {
         count.hand_to(&task);
     }
-    enqueue(channel, link, task, lifo, |task, link| {
+    enqueue(channel, link, task, lifo, false, |task, link| {
         channel.push(task, link)
     });
     Ok(())

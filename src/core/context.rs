@@ -335,6 +335,22 @@ impl WorkerLocal {
     }
 }
 
+/// The calling thread's seat, if it holds one of the pool `pool_id`'s (a
+/// worker thread's or a guest's): its index. No borrow of the context and
+/// no downcast (the counts of `meters` take it on every task's path).
+#[inline]
+pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
+    let address = crate::context::worker_address();
+    if address.is_null() {
+        return None;
+    }
+    // SAFETY: as in `should_yield` below: a non-null worker address is the
+    // `WorkerLocal` the context holds an `Rc` to until its guard resets the
+    // address; this call runs no user code and keeps no reference.
+    let local = unsafe { &*address.cast::<WorkerLocal>() };
+    (local.pool_id == pool_id).then_some(local.index)
+}
+
 /// Whether the task of channel `channel` of the pool at `pool`, which the
 /// calling thread is polling, should yield (see `WorkerLocal::should_yield`):
 /// `false` unless the calling thread is a worker of that pool. No borrow of
@@ -463,6 +479,15 @@ impl<'a> WorkerContext<'a> {
 
     pub(crate) fn shared(&self) -> &'a Shared {
         self.shared
+    }
+
+    /// The worker stole from another worker's queue (for its counts).
+    pub(crate) fn stole(&self) {
+        if let Some(local) = self.local() {
+            if let Some(seat) = self.shared().meters.seats.get(local.index) {
+                seat.steals.add(1);
+            }
+        }
     }
 
     /// The index of the asking worker, or `None` if it is not a worker.

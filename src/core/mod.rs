@@ -13,6 +13,7 @@ pub(crate) mod blocked;
 pub(crate) mod close;
 pub(crate) mod context;
 pub(crate) mod link;
+pub(crate) mod meters;
 mod parked;
 mod seats;
 mod shared;

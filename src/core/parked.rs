@@ -143,7 +143,12 @@ impl Parked {
             }
             None => {
                 shard.slots.push(Some(task));
-                u32::try_from(shard.slots.len() - 1).expect("fewer than 2^32 parked tasks a shard")
+                // Below 2^31 - 1: a slot plus one never has the bit of a
+                // queue-wait stamp (`task::STAMP`), which shares its word.
+                u32::try_from(shard.slots.len() - 1)
+                    .ok()
+                    .filter(|&slot| slot < (1 << 31) - 1)
+                    .expect("fewer than 2^31 - 1 parked tasks a shard")
             }
         }
     }

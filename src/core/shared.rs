@@ -93,6 +93,8 @@ pub(crate) struct Shared {
     /// caught; set once the pool exists): the deadlock check confirms a
     /// status bit with it.
     pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
+    /// What the pool did, for `Pool::metrics` (see `meters`).
+    pub(crate) meters: super::meters::Meters,
 }
 
 /// What the pool calls with a deadlock report (see `blocked`).
@@ -112,9 +114,16 @@ impl Drop for BlockedGuard<'_> {
 
 impl Shared {
     /// Close accounting for `task` entering channel `index` (which also
-    /// records that dropping it now is the pool's or the channel's doing).
-    /// Returns whether the task comes from a yield.
-    pub(crate) fn account(&self, task: &RunningTask, index: usize) -> bool {
+    /// records that dropping it now is the pool's or the channel's doing),
+    /// and its count (`new`: a task just made, see `meters`). Returns
+    /// whether the task comes from a yield.
+    pub(crate) fn account(&self, task: &RunningTask, index: usize, new: bool) -> bool {
+        let stamp = self
+            .meters
+            .entered(index, new, || super::context::seat_of(self.id));
+        if stamp != 0 {
+            task.stamp(stamp);
+        }
         let counted = self.channels[index].complete_on_close;
         let entered = task.enter_channel(index);
         match (entered.counted, counted) {

@@ -161,10 +161,12 @@ impl<B: PoolBehavior> Pool<B> {
             let _slice = worker::KeepSlice::of(worker);
             let context = WorkerContext::worker(&self.shared, worker);
             let mut cursor = self.levels.cursor(worker.floor);
+            let seat = &self.shared.meters.seats[worker.index];
+            let _outer = worker::Nested::save(&self.shared, worker);
             let mut ran = 0;
             while let Some(task) = find(self, &context, &mut cursor) {
                 // (A stale token a move left behind is not a task run.)
-                if execute(self, task) {
+                if execute(self, Some(seat), task) {
                     ran += 1;
                 }
             }
@@ -229,11 +231,14 @@ impl<B: PoolBehavior> Pool<B> {
     /// the submissions would come back to it): a guest giving its seat
     /// back, a worker entering `block_in_place`.
     pub(super) fn move_out(&self, local: &WorkerLocal) {
+        let meters = &self.shared.meters;
         if let Some((channel, task)) = self.shared.lifo[local.index].take() {
+            meters.moved_out(local.index, channel);
             self.channel_at(channel).submit(task);
         }
         for (channel, deque) in local.deques.iter().enumerate() {
             while let Some(task) = deque.pop() {
+                meters.moved_out(local.index, channel);
                 self.channel_at(channel).submit(task);
             }
         }
@@ -316,6 +321,8 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
     fn drop(&mut self) {
         let pool = self.pool;
         let (worker, entered) = self.seat.take().expect("held until dropped");
+        // The seat shows idle while nobody holds it.
+        pool.shared.meters.seats[worker.index].idle(pool.shared.meters.epoch);
         // No longer the seat's worker: what the moves below submit goes to
         // the channels' shared queues, not back into the seat.
         let local = WorkerLocal::leave(worker, entered);

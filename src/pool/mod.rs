@@ -3,10 +3,14 @@
 
 mod blocking;
 mod drive;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod owned;
 mod worker;
 
 pub use blocking::block_in_place;
+#[cfg(feature = "metrics")]
+pub use metrics::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use owned::{Close, CloseReport, CloseTimeout, OwnedPool};
 
 use std::fmt;
@@ -129,6 +133,7 @@ impl<B: PoolBehavior> Pool<B> {
         let mut panicked = false;
         if let Some(task) = self.pop(worker, index, &mut panicked) {
             task.set_from(index);
+            self.running(worker, index);
             return Some(task);
         }
         if panicked {
@@ -152,7 +157,18 @@ impl<B: PoolBehavior> Pool<B> {
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
         task.set_from(index);
+        self.running(worker, index);
         Some(task)
+    }
+
+    /// The worker took a task out of channel `index` to run it: counts it,
+    /// and records the worker's activity and busy time (see
+    /// `core::meters`).
+    #[inline(always)]
+    pub(super) fn running(&self, worker: &WorkerContext<'_>, index: usize) {
+        if let Some(local) = worker.local() {
+            self.shared.meters.took(local.index, index);
+        }
     }
 
     /// Channel `index`'s `pop`. Its panic is caught, logged and recorded as
@@ -293,6 +309,10 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
 
     fn dropped_at_deadline(&self) {
         self.shared.parked.count_abandoned();
+    }
+
+    fn dropped(&self, channel: usize, cancelled: bool, queued: bool) {
+        self.shared.meters.dropped(channel, cancelled, queued);
     }
 
     /// Inheritance moves the awaited task to the waiter's channel only

@@ -86,7 +86,13 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 options: ChannelOptions::of(seating.wakes[index].clone(), levels.clock_of(index)),
             })
             .collect();
-        let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
+        // Never reused (a thread's context remembers a pool by its id, see
+        // `core::meters`): on 32-bit targets, 2^31 pools is the end.
+        let id = NEXT_POOL_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
+                id.checked_add(1).filter(|&next| next < usize::MAX / 2)
+            })
+            .expect("smartpool: pool ids exhausted");
         let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
             .map(|index| {
                 let (local, stealers) = WorkerLocal::new(
@@ -117,6 +123,13 @@ impl<B: PoolBehavior> OwnedPool<B> {
             blocked: Blocked::new(&seating.domain[..threads]),
             on_deadlock: std::sync::OnceLock::new(),
             channel_holds: std::sync::OnceLock::new(),
+            meters: crate::core::meters::Meters::new(
+                id,
+                seats,
+                &(0..keys.len())
+                    .map(|c| levels.level_of(c))
+                    .collect::<Vec<_>>(),
+            ),
         });
         let blocking_config = behavior.blocking();
         let pool = Arc::new(Pool {

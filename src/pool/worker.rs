@@ -10,6 +10,7 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
+use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
@@ -46,6 +47,8 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }
+    // The seat shows idle from now on.
+    pool.shared.meters.seats[local.index].idle(pool.shared.meters.epoch);
     // Leave the context first: what the drain drops may run user code
     // (destructors, joiners' wakers) that must not find a worker here to
     // help or push onto (its pushes go to the injectors, which the other
@@ -65,6 +68,7 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
 pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     let shared = &*pool.shared;
     let worker = WorkerContext::worker(shared, local);
+    let seat = &shared.meters.seats[local.index];
     let mut cursor = pool.levels.cursor(local.floor);
     let terminated = || shared.close.is_terminated();
     while !terminated() {
@@ -72,7 +76,7 @@ pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
             .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
         match found {
             Some(task) => {
-                execute(pool, task);
+                execute(pool, Some(seat), task);
             }
             // Terminated (the loop ends), or a channel left alone: only
             // the loop's condition decides whether the worker exits.
@@ -115,6 +119,7 @@ fn search_idle<B: PoolBehavior>(
     let shared = &*pool.shared;
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
+    shared.meters.seats[local.index].idle(shared.meters.epoch);
     let idle_flag = IdleFlag::set(&local.idle);
     // A reserved worker serves only the levels down to its floor: it
     // neither steals from nor watches the LIFO slots (whose tasks are of
@@ -217,6 +222,9 @@ fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> bool {
 /// still does, and submits it to its channel.
 fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, seen: Seen) {
     if let Some((channel, task)) = pool.shared.lifo[worker].steal(seen) {
+        let meters = &pool.shared.meters;
+        meters.seats[local.index].steals.add(1);
+        meters.moved_out(local.index, channel);
         local
             .lifo
             .flushing_during(|| pool.channel_at(channel).submit(task));
@@ -273,8 +281,10 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let _slice = KeepSlice::of(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
+        let _outer = Nested::save(shared, local);
         if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
             if let Some((channel, task)) = shared.lifo[local.index].take() {
+                shared.meters.moved_out(local.index, channel);
                 local
                     .lifo
                     .flushing_during(|| pool.channel_at(channel).submit(task));
@@ -282,6 +292,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             return false;
         }
         let worker = WorkerContext::worker(shared, local);
+        let seat = &shared.meters.seats[local.index];
         let mut cursor = pool.levels.cursor(local.floor);
         if local.idle.get() {
             while !done() {
@@ -291,7 +302,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 }
                 match find(pool, &worker, &mut cursor) {
                     Some(task) => {
-                        execute(pool, task);
+                        execute(pool, Some(seat), task);
                     }
                     None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
@@ -312,7 +323,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
                 Some(task) => {
-                    execute(pool, task);
+                    execute(pool, Some(seat), task);
                 }
                 None if !done() => {
                     back_off(local);
@@ -349,8 +360,12 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         if let Some(count) = count {
             count.hand_to(&task);
         }
+        // Not counted: the shell queued for it is (see `scope`), and runs
+        // empty. The seat runs a task of `index`, inside the waiting one.
+        let _outer = Nested::save(shared, local);
+        shared.meters.running(local.index, index);
         task.set_from(index);
-        execute(pool, task);
+        execute(pool, None, task);
     }
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
@@ -428,8 +443,10 @@ pub(super) fn find<B: PoolBehavior>(
                 && (local.lifo.extend_streak() || !pool.work_remains())
             {
                 task.set_from(channel);
+                pool.running(worker, channel);
                 return Some(task);
             }
+            pool.shared.meters.moved_out(local.index, channel);
             local
                 .lifo
                 .flushing_during(|| pool.channel_at(channel).submit(task));
@@ -449,15 +466,50 @@ pub(super) fn find<B: PoolBehavior>(
     found
 }
 
-/// Runs a task taken from a channel (recorded in it as `from`). Returns
-/// whether it was a task's live token (run, or dropped by close), not a
-/// stale one a move left behind.
-pub(super) fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) -> bool {
+/// A seat's activity, saved as a nested search or run begins inside a
+/// task, restored as it ends (see `core::meters`, "Nested runs").
+pub(super) struct Nested<'a> {
+    meters: &'a crate::core::meters::Meters,
+    seat: &'a SeatMeters,
+    activity: u32,
+}
+
+impl<'a> Nested<'a> {
+    pub(super) fn save(shared: &'a crate::core::Shared, local: &WorkerLocal) -> Nested<'a> {
+        let meters = &shared.meters;
+        let seat = &meters.seats[local.index];
+        Nested {
+            meters,
+            seat,
+            activity: seat.activity(),
+        }
+    }
+}
+
+impl Drop for Nested<'_> {
+    fn drop(&mut self) {
+        self.seat.restore(self.meters, self.activity);
+    }
+}
+
+/// Runs a task taken from a channel (recorded in it as `from`) on the
+/// caller's seat, whose counts are `meters` (see `core::meters`; `None`
+/// for a task no channel held, which is not counted). Returns whether it
+/// was a task's live token (run, or dropped by close), not a stale one a
+/// move left behind.
+#[inline(always)]
+pub(super) fn execute<B: PoolBehavior>(
+    pool: &Pool<B>,
+    meters: Option<&SeatMeters>,
+    task: RunningTask,
+) -> bool {
     let shared = &pool.shared;
     if shared.close.is_closing() {
         // Closing: tasks of dropping channels are dropped, not run; past
-        // close's deadline, every task is.
+        // close's deadline, every task is. (Either counts as cancelled.)
+        // (Taken: the drop counts it cancelled, not dropped in its queue.)
         if !shared.channels[task.from()].complete_on_close {
+            task.set_cancel_reason(Some(crate::task::CancelReason::PoolClosed));
             drop(task);
             return true;
         }
@@ -468,12 +520,27 @@ pub(super) fn execute<B: PoolBehavior>(pool: &Pool<B>, task: RunningTask) -> boo
             return true;
         }
     }
-    match task.run() {
-        // The task gave its count back (if it held one) as it completed.
-        RunOutcome::Completed => true,
-        // Parked, or (woken during its poll) handed to followup already.
-        RunOutcome::Pending => true,
-        // A move's leftover: it gave back its own count.
-        RunOutcome::Stale => false,
+    let ran = task.run_counted();
+    let live = !matches!(ran.outcome, RunOutcome::Stale);
+    let Some(meters) = meters.filter(|_| meters::ENABLED) else {
+        return live;
+    };
+    if let Some(counts) = meters.channels.get(ran.channel as usize) {
+        match ran.outcome {
+            // The task gave its count back (if it held one) as it completed.
+            RunOutcome::Completed => counts.completed.add(1),
+            RunOutcome::Panicked => counts.panicked.add(1),
+            RunOutcome::Aborted => counts.aborted.add(1),
+            // Parked, or (woken during its poll) handed to followup
+            // already; or a move's leftover, which gave back its own count.
+            RunOutcome::Pending | RunOutcome::Stale => {}
+        }
+        if ran.first {
+            counts.started.add(1);
+            if ran.stamp != 0 {
+                meters.waited(shared.meters.epoch, ran.channel as usize, ran.stamp);
+            }
+        }
     }
+    live
 }

@@ -443,6 +443,13 @@ impl Sleep {
         domain.watching.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// Whether worker `worker` waits on its condvar now (asleep, or
+    /// watching a LIFO slot with a timed wait): for `Pool::metrics`.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn is_asleep(&self, worker: usize) -> bool {
+        *lock(&self.slots[worker].park) != Park::Awake
+    }
+
     /// Workers asleep now, in every domain.
     #[cfg(all(test, loom))]
     pub(crate) fn sleeping(&self) -> usize {

@@ -30,7 +30,9 @@ pub(crate) struct Header {
     moved_from: AtomicU32,
     moved_bits: AtomicU8,
     /// Where the task is registered with its pool as one that parks (see
-    /// `core::parked`): its slot plus one, or 0 before its first park.
+    /// `core::parked`): its slot plus one, or 0 before its first park;
+    /// before its first start, the stamp of a sampled new task (with
+    /// [`STAMP`] set, which no slot number reaches; see `core::meters`).
     /// Written by the responsible party only; read as the cell is freed.
     registered: AtomicU32,
     scheduler: Weak<dyn Schedule>,
@@ -52,7 +54,9 @@ impl Drop for Header {
         self.own().release_count(&self.scheduler);
         self.moved().release_count(&self.scheduler);
         let slot = self.registered.load(Ordering::Relaxed);
-        if slot != 0 {
+        // (A stamp a task kept, cancelled before its first start, is no
+        // slot.)
+        if slot != 0 && slot & STAMP == 0 {
             let key = header_address(self);
             PoolRef::of(&self.scheduler).with(|pool| pool.unregister_parked(key, slot - 1));
         }
@@ -60,6 +64,18 @@ impl Drop for Header {
 }
 
 impl Header {
+    /// Takes out the stamp of a sampled new task (see `core::meters`), or
+    /// 0: for the party that claimed the task's first start.
+    #[inline]
+    fn take_stamp(&self) -> u32 {
+        let stamp = self.registered.load(Ordering::Relaxed);
+        if stamp & STAMP == 0 {
+            return 0;
+        }
+        self.registered.store(0, Ordering::Relaxed);
+        stamp
+    }
+
     /// The entry of the cell's own token (line 0).
     #[inline]
     fn own(&self) -> Entry<'_> {
@@ -181,6 +197,12 @@ impl Entry<'_> {
     #[inline]
     fn set_cancel_reason(self, reason: Option<CancelReason>) {
         self.update(CANCEL, reason.map_or(UNSET, |reason| reason as u8));
+    }
+
+    /// Whether the token is (or was last) in a channel's queue: no cancel
+    /// reason recorded since it entered one (see `core::meters`).
+    fn in_queue(self) -> bool {
+        self.bits.load(Ordering::Relaxed) & CANCEL == UNSET
     }
 
     /// Why the task is being cancelled (see [`CANCEL`]).
@@ -372,9 +394,13 @@ pub(crate) struct Entered {
 #[must_use]
 #[derive(Debug)]
 pub(crate) enum RunOutcome {
-    /// Finished (or panicked, or aborted); its count towards close, if any, is given
-    /// back.
+    /// Finished with its output; its count towards close, if any, is given
+    /// back (as for the two below).
     Completed,
+    /// Panicked: finished with the panic as its error.
+    Panicked,
+    /// Found aborted: its future was dropped unpolled, or after this poll.
+    Aborted,
     /// Returned `Pending`: parked (whoever wakes it schedules it), or, woken
     /// during the poll, already handed back to the scheduler.
     Pending,
@@ -383,14 +409,42 @@ pub(crate) enum RunOutcome {
     Stale,
 }
 
+impl RunOutcome {
+    /// Whether the task finished (with its output, a panic, or aborted).
+    #[cfg(test)]
+    pub(crate) fn finished(&self) -> bool {
+        matches!(
+            self,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
+        )
+    }
+}
+
 /// Type-erased access to a task for the worker and the token: the cell
 /// itself (its own token, line 0) or a [`Moved`] wrapper (a later line).
 trait Runnable: Send + Sync {
     fn header(&self) -> &Header;
     /// This token's own fields.
     fn entry(&self) -> Entry<'_>;
-    fn run(self: Arc<Self>) -> RunOutcome;
+    fn run(self: Arc<Self>) -> Ran;
     fn cancel(&self);
+}
+
+/// The high bit of the stamp a sampled new task carries in its header's
+/// `registered` word until its first start (see `core::meters`): no slot
+/// number has it.
+pub(crate) const STAMP: u32 = 1 << 31;
+
+/// What a worker learns from running a token: the outcome, and for the
+/// pool's counts (`core::meters`) the channel the token came from, whether
+/// this run started the task, and the stamp of a sampled new task (0 if
+/// none). Twelve bytes: returned in registers.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub(crate) outcome: RunOutcome,
+    pub(crate) first: bool,
+    pub(crate) channel: u32,
+    pub(crate) stamp: u32,
 }
 
 /// The responsibility for a task that is ready to run.
@@ -483,11 +537,25 @@ impl RunningTask {
 
     /// Polls the task once. Catches a panic of the future.
     pub(crate) fn run(self) -> RunOutcome {
+        self.run_counted().outcome
+    }
+
+    /// [`RunningTask::run`], with what the pool's counts need.
+    #[inline]
+    pub(crate) fn run_counted(self) -> Ran {
         let mut token = ManuallyDrop::new(self);
         // SAFETY: `token` is never used again, nor dropped: the task is
         // taken out once.
         let task = unsafe { ManuallyDrop::take(&mut token.task) };
         task.run()
+    }
+
+    /// Stamps a new task, not yet queued, with the time it was submitted
+    /// (a stamp of `core::meters`): its first start takes it out.
+    pub(crate) fn stamp(&self, stamp: u32) {
+        debug_assert!(stamp & STAMP != 0);
+        // Ours alone: the task is new, and not yet queued.
+        self.header().registered.store(stamp, Ordering::Relaxed);
     }
 }
 
@@ -697,15 +765,25 @@ where
         self.header.own()
     }
 
-    fn run(self: Arc<Self>) -> RunOutcome {
-        let started = self.header.own().started();
-        match self.header.state.start(FIRST_LINE, started) {
-            Start::Poll => self.poll(FIRST_LINE, started),
-            Start::Aborted => self.finish_aborted(FIRST_LINE),
+    fn run(self: Arc<Self>) -> Ran {
+        let own = self.header.own();
+        let (started, channel) = (own.started(), own.from() as u32);
+        let (outcome, first, stamp) = match self.header.state.start(FIRST_LINE, started) {
+            Start::Poll => {
+                let stamp = if started { 0 } else { self.header.take_stamp() };
+                (self.poll(FIRST_LINE, started), !started, stamp)
+            }
+            Start::Aborted => (self.finish_aborted(FIRST_LINE), false, 0),
             Start::Stale => {
                 let count = self.header.own().detach_count(&self.header.scheduler);
-                stale(self, count)
+                (stale(self, count), false, 0)
             }
+        };
+        Ran {
+            outcome,
+            first,
+            channel,
+            stamp,
         }
     }
 
@@ -780,13 +858,21 @@ where
         self.fields()
     }
 
-    fn run(self: Arc<Self>) -> RunOutcome {
+    fn run(self: Arc<Self>) -> Ran {
         let header = &self.cell.header;
-        let start = header.state.start(self.line, self.entry().started());
+        let (started, channel) = (self.entry().started(), self.entry().from() as u32);
+        let start = header.state.start(self.line, started);
         if start == Start::Stale {
             let count = self.entry().detach_count(&header.scheduler);
-            return stale(self, count);
+            return Ran {
+                outcome: stale(self, count),
+                first: false,
+                channel,
+                stamp: 0,
+            };
         }
+        let first = start == Start::Poll && !started;
+        let stamp = if first { header.take_stamp() } else { 0 };
         // Claimed: the line's fields go where the poller keeps them.
         let moved = header.moved();
         moved.set_from(self.entry().from());
@@ -795,9 +881,15 @@ where
         debug_assert!(!had, "a line's count is in one place");
         let (cell, line) = (self.cell.clone(), self.line);
         drop(self);
-        match start {
+        let outcome = match start {
             Start::Poll => cell.poll_moved(line),
             _ => cell.finish_aborted(line),
+        };
+        Ran {
+            outcome,
+            first,
+            channel,
+            stamp,
         }
     }
 
@@ -876,11 +968,17 @@ where
                 Err(error)
             }
         };
+        let panicked = output.is_err();
         // SAFETY: (the `with_stage` contract) still the poller (`RUNNING` or
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
         unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
-        self.finish(line)
+        self.finish(line);
+        if panicked {
+            RunOutcome::Panicked
+        } else {
+            RunOutcome::Completed
+        }
     }
 
     /// [`TaskCell::poll`] for a moved line, out of line: the moved path is
@@ -895,16 +993,32 @@ where
     /// token only gives back its own count.
     fn cancel_token(&self, line: Line, entry: Entry<'_>) {
         let reason = match self.header.state.start(line, entry.started()) {
-            Start::Stale => return entry.release_count(&self.header.scheduler),
+            Start::Stale => {
+                // (Counted as a token that left its queue: see
+                // `core::meters`, "What `queued` is".)
+                if let Some(channel) = entry.channel() {
+                    PoolRef::of(&self.header.scheduler)
+                        .with(|pool| pool.dropped(channel, false, true));
+                }
+                return entry.release_count(&self.header.scheduler);
+            }
             Start::Aborted => CancelReason::Aborted,
             Start::Poll => entry.cancel_reason(&self.header.scheduler),
         };
         // A task that counts towards close, dropped because close's
         // deadline passed (not aborted by its user meanwhile): the report
         // counts it, before its count goes back (which may end the close).
-        if reason == CancelReason::CloseTimedOut && entry.counted() {
-            PoolRef::of(&self.header.scheduler).with(|pool| pool.dropped_at_deadline());
-        }
+        // For the pool's counts: the token's channel, and whether it was
+        // dropped in that channel's queue (no cancel reason recorded).
+        let (channel, queued) = (entry.channel(), entry.in_queue());
+        PoolRef::of(&self.header.scheduler).with(|pool| {
+            if let Some(channel) = channel {
+                pool.dropped(channel, true, queued);
+            }
+            if reason == CancelReason::CloseTimedOut && entry.counted() {
+                pool.dropped_at_deadline();
+            }
+        });
         // SAFETY: (the `with_stage` contract) the claim above made us the
         // party responsible (`RUNNING`); `complete` hands the stage on.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
@@ -1020,12 +1134,13 @@ where
         // SAFETY: (the `with_stage` contract) the caller is the poller,
         // responsible until `complete` in `finish`.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, CancelReason::Aborted)) };
-        self.finish(line)
+        self.finish(line);
+        RunOutcome::Aborted
     }
 
     /// The stage holds the outcome: completes the task (run in `line`)
     /// and lets go of it.
-    fn finish(self: Arc<Self>, line: Line) -> RunOutcome {
+    fn finish(self: Arc<Self>, line: Line) {
         self.complete();
         // The count goes back after the worker lets go of the cell: if that
         // is the last reference, the output's destructor (user code, which
@@ -1039,7 +1154,6 @@ where
         if let Some(count) = count {
             give_back(count);
         }
-        RunOutcome::Completed
     }
 }
 

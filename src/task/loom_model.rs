@@ -70,6 +70,7 @@ impl Schedule for Recorder {
         _: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
     ) {
     }
+    fn dropped(&self, _: usize, _: bool, _: bool) {}
 }
 
 /// Shared by the future and the threads that wake it.
@@ -175,7 +176,7 @@ fn drive(recorder: &Recorder, signals: &Signals, openers: usize) -> usize {
         };
         runs += 1;
         match task.run() {
-            RunOutcome::Completed => return runs,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted => return runs,
             RunOutcome::Stale => panic!("a woken task's token is live"),
             // Parked, or handed back (woken during the poll): either way
             // the queue has it when it is runnable.
@@ -293,7 +294,7 @@ fn stage_passes_between_threads() {
             loom::thread::spawn(move || {
                 open(&signals);
                 let token = lock(&recorder.queued).pop().expect("woken once");
-                assert!(matches!(token.run(), RunOutcome::Completed));
+                assert!(token.run().finished());
             })
         };
         while !join.is_finished() {
@@ -319,7 +320,7 @@ fn run_until_complete(recorder: &Recorder, mut task: Option<RunningTask>) {
                 }
             },
         };
-        if let RunOutcome::Completed = token.run() {
+        if token.run().finished() {
             return;
         }
     }
@@ -373,7 +374,7 @@ fn abort_racing_a_wake() {
             assert_eq!(queued.len(), 1, "claimed once");
             queued.pop()
         };
-        assert!(matches!(token.unwrap().run(), RunOutcome::Completed));
+        assert!(token.unwrap().run().finished());
         assert_aborted_once(&signals, join);
     });
 }
@@ -530,7 +531,7 @@ fn abort_racing_completion() {
         open(&signals);
         let token = lock(&recorder.queued).pop().expect("woken once");
         let aborter = spawn_aborter(&join);
-        assert!(matches!(token.run(), RunOutcome::Completed));
+        assert!(token.run().finished());
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "nothing queued");
         assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
@@ -555,7 +556,7 @@ fn abort_racing_the_close_sweep() {
         // dropped it at once.
         let queued = lock(&recorder.queued).pop();
         if let Some(token) = queued {
-            assert!(matches!(token.run(), RunOutcome::Completed));
+            assert!(token.run().finished());
         }
         assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
         let reason = futures::executor::block_on(join)
@@ -639,7 +640,7 @@ fn move_racing_a_drop() {
         let output = futures::executor::block_on(join);
         match ran {
             Some(outcome) => {
-                assert!(matches!(outcome, RunOutcome::Completed));
+                assert!(outcome.finished());
                 assert_eq!(output.unwrap(), 7);
             }
             None => assert!(output.unwrap_err().is_cancelled()),
@@ -658,13 +659,13 @@ fn move_racing_an_abort_and_a_start() {
         let aborter = spawn_aborter(&join);
         assert!(matches!(
             task.run(),
-            RunOutcome::Completed | RunOutcome::Stale
+            RunOutcome::Completed | RunOutcome::Aborted | RunOutcome::Stale
         ));
         aborter.join().unwrap();
         if let Some(token) = mover.join().unwrap() {
             assert!(matches!(
                 token.run(),
-                RunOutcome::Completed | RunOutcome::Stale
+                RunOutcome::Completed | RunOutcome::Aborted | RunOutcome::Stale
             ));
         }
         assert!(lock(&recorder.queued).is_empty());

@@ -193,7 +193,7 @@ pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError};
 
 pub(crate) use join::Abort as Control;
 
-pub(crate) use cell::{spawn, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome};
+pub(crate) use cell::{spawn, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome, STAMP};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
@@ -225,6 +225,10 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// A counted task was dropped because close's deadline passed (called
     /// by its cancellation, once, before its count goes back).
     fn dropped_at_deadline(&self);
+    /// A token of channel `channel` was dropped unrun, for the pool's
+    /// counts: `cancelled`, its task is cancelled (else the token was
+    /// stale); `queued`, it was dropped in the channel's queue.
+    fn dropped(&self, channel: usize, cancelled: bool, queued: bool);
     /// Priority inheritance: a task polled from channel `waiter` awaits one
     /// queued in channel `queued`. If `waiter`'s level is higher, the pool
     /// admits a move to `waiter` and calls `claim` with that channel's

@@ -53,6 +53,7 @@ impl Schedule for Recorder {
         _: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
     ) {
     }
+    fn dropped(&self, _: usize, _: bool, _: bool) {}
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
@@ -121,7 +122,7 @@ fn parks_is_woken_from_another_thread_and_completes() {
     .unwrap();
     let token = recorder.queued.lock().unwrap().pop().expect("queued once");
     assert!(recorder.queued.lock().unwrap().is_empty());
-    assert!(matches!(token.run(), RunOutcome::Completed));
+    assert!(token.run().finished());
     assert_eq!(f.drops.load(Ordering::SeqCst), 1);
     assert_eq!(futures::executor::block_on(join).unwrap(), 6);
 }
@@ -144,7 +145,7 @@ fn a_wake_during_the_poll_requeues_without_recursion() {
     let mut next = task;
     loop {
         match next.run() {
-            RunOutcome::Completed => break,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted => break,
             RunOutcome::Stale => unreachable!("never moved"),
             RunOutcome::Pending => {
                 // Woken during its poll: handed back at once, as a yield.
@@ -182,7 +183,7 @@ fn a_dropped_token_cancels_and_drops_the_future_once() {
 fn a_panic_in_poll_is_caught_and_reported() {
     let recorder = Arc::new(Recorder::default());
     let (task, join) = spawn(async { panic!("inside") }, weak(&recorder));
-    assert!(matches!(task.run(), RunOutcome::Completed));
+    assert!(task.run().finished());
     let err = futures::executor::block_on(join).unwrap_err();
     assert_eq!(err.to_string(), "task panicked: inside");
 }
@@ -222,7 +223,7 @@ fn wakes_after_completion_do_nothing() {
     let recorder = Arc::new(Recorder::default());
     let (f, task, join) = parked(&recorder);
     *f.open.lock().unwrap() = true;
-    assert!(matches!(task.run(), RunOutcome::Completed));
+    assert!(task.run().finished());
     assert_eq!(futures::executor::block_on(join).unwrap(), 6);
     // The future kept no waker (it completed at once); make one by hand.
     let (f2, task2, join2) = parked(&recorder);
@@ -231,7 +232,7 @@ fn wakes_after_completion_do_nothing() {
     let waker = f2.slot.lock().unwrap().take().unwrap();
     waker.wake_by_ref();
     let token = recorder.queued.lock().unwrap().pop().unwrap();
-    assert!(matches!(token.run(), RunOutcome::Completed));
+    assert!(token.run().finished());
     waker.wake_by_ref();
     waker.wake();
     assert!(recorder.queued.lock().unwrap().is_empty());
