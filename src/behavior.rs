@@ -10,6 +10,7 @@ use crate::blocking::BlockingConfig;
 use crate::channel::{Channel, Submit};
 use crate::core::blocked::DeadlockReport;
 use crate::task::RunningTask;
+use crate::thread_config::{ThreadConfig, MIN_STACK_SIZE};
 
 /// What a pool is: implement it on a struct that owns your channels.
 ///
@@ -91,6 +92,13 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     /// config. Default: none.
     fn level_options(&self) -> Vec<LevelOptions> {
         Vec::new()
+    }
+
+    /// How the pool's worker threads are named, their stack size, and
+    /// hooks run as each starts and stops. Asked once, when the pool
+    /// starts. Default: [`ThreadConfig::default`].
+    fn thread_config(&self) -> ThreadConfig {
+        ThreadConfig::default()
     }
 }
 
@@ -288,12 +296,33 @@ pub enum ConfigError {
         /// The config's threads.
         threads: usize,
     },
+    /// [`ThreadConfig::stack_size`] is below [`MIN_STACK_SIZE`].
+    StackSize {
+        /// The size asked for.
+        bytes: usize,
+    },
+    /// A [`Builder`](crate::Builder) setting names a level the pool does
+    /// not have.
+    NoSuchLevel {
+        /// The level named.
+        level: usize,
+        /// The levels the builder has.
+        levels: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::NoLevels => write!(f, "invalid pool config: no levels"),
+            ConfigError::StackSize { bytes } => write!(
+                f,
+                "invalid pool config: a worker stack of {bytes} bytes, at least {MIN_STACK_SIZE} are needed"
+            ),
+            ConfigError::NoSuchLevel { level, levels } => write!(
+                f,
+                "invalid pool config: no level {level}, the builder has {levels} (0 is the highest)"
+            ),
             ConfigError::EmptyLevel { level } => {
                 write!(f, "invalid pool config: level {level} has no channel")
             }

@@ -130,6 +130,11 @@ impl Blocking {
         }
     }
 
+    /// The stack size of the blocking threads, in bytes.
+    pub(crate) fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
     /// Queues `job` for a blocking thread (see the module doc); a stand-in
     /// job may start a thread past the bound. If no thread runs and none
     /// could be started, calls `job(false)` and returns the error.

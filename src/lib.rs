@@ -14,7 +14,11 @@
 //!   highest level that has work; [`ScheduleAlgorithm::RoundRobin`] gives
 //!   each level a time slice.
 //! * Your [`PoolBehavior`] owns the channels, names them with an enum, and
-//!   says where a woken future goes next (**followup**).
+//!   says where a woken future goes next (**followup**). For the common
+//!   case, N levels of one FIFO channel each, [`Builder`] writes it for
+//!   you: `Builder::new().levels(3).build()?`, then
+//!   `pool.level(0).exec(..)`. Worker threads' names, stack size and
+//!   start/stop hooks are a [`ThreadConfig`] (or the builder's setters).
 //! * Each channel is `complete_on_close` or not: [`OwnedPool::close`] runs
 //!   the first kind's tasks to completion, parked ones included, and drops
 //!   the rest.
@@ -119,6 +123,7 @@
 
 mod behavior;
 mod blocking;
+mod builder;
 mod channel;
 mod context;
 mod core;
@@ -134,6 +139,7 @@ mod status;
 mod steal;
 mod sync;
 mod task;
+mod thread_config;
 mod time;
 mod wait_clock;
 mod yield_now;
@@ -145,6 +151,7 @@ pub use behavior::{
     MAX_THREADS,
 };
 pub use blocking::BlockingConfig;
+pub use builder::{Builder, Leveled};
 pub use channel::{
     AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
     ShortestDeadlineFirst, Submit, VecDequeChannel,
@@ -158,6 +165,7 @@ pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use should_yield::{should_yield, yield_if_needed, YieldIfNeeded};
 pub use steal::WorkQueue;
 pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError, RunningTask};
+pub use thread_config::{ThreadConfig, MIN_STACK_SIZE};
 pub use time::{Periodic, Sleep, TimeScheduler};
 pub use yield_now::{yield_now, YieldNow};
 
@@ -169,8 +177,8 @@ struct ReadmeDoctests;
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle,
-        MultiChannel, OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
-        ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
+        run, try_run, Builder, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError,
+        JoinHandle, MultiChannel, OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask,
+        ScheduleAlgorithm, ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
     };
 }

@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::drive::Guest;
-use super::worker::HELP_STACK_BUDGET;
+use super::worker::help_stack_budget;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::core::blocked::WorkerState;
@@ -197,7 +197,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// A stand-in's life on its blocking thread: the seat's worker until
     /// told to retire (or the pool terminates), then gives the seat back.
     fn stand_in(self: &Arc<Self>, seat: WorkerLocal, stand_in: &StandIn) {
-        let mut guest = Guest::enter(self, seat, HELP_STACK_BUDGET);
+        let mut guest = Guest::enter(self, seat, help_stack_budget(self.blocking.stack_size()));
         let worker: Rc<WorkerLocal> = guest.worker().clone();
         let retired = || stand_in.state.load(Ordering::SeqCst) != SERVING;
         // As a worker thread's loop: a channel's panic that unwinds out of

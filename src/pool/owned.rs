@@ -53,6 +53,12 @@ impl<B: PoolBehavior> OwnedPool<B> {
         config.validate()?;
         let options = behavior.level_options();
         config.validate_options(&options)?;
+        let thread_config = behavior.thread_config();
+        if thread_config.stack_size < crate::MIN_STACK_SIZE {
+            return Err(ConfigError::StackSize {
+                bytes: thread_config.stack_size,
+            });
+        }
         let threads = config.threads;
         let mut keys = Vec::new();
         let mut params = Vec::new();
@@ -136,7 +142,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             blocking: Blocking::new(
                 &blocking_config,
                 "smartpool-blocking".into(),
-                worker::STACK_SIZE,
+                thread_config.stack_size,
             ),
             blocking_config,
             behavior,
@@ -184,10 +190,11 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let mut handles = Vec::with_capacity(threads);
         for local in locals {
             let (pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
+            let config = thread_config.clone();
             let spawned = thread::Builder::new()
-                .name(format!("smartpool-worker-{}", local.index))
-                .stack_size(worker::STACK_SIZE)
-                .spawn(move || worker::run(pool, hooks, local));
+                .name((thread_config.name)(local.index))
+                .stack_size(thread_config.stack_size)
+                .spawn(move || worker::run(pool, hooks, local, &config));
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -428,6 +435,26 @@ impl Future for Close {
     }
 }
 
+impl Close {
+    /// Blocks the calling thread until the pool has closed: the future,
+    /// awaited without an executor of your own (on a zero-thread pool, the
+    /// calling thread runs the tasks close waits for).
+    ///
+    /// ```
+    /// let owned = smartpool::Builder::new().threads(1).build()?;
+    /// owned.close().wait();
+    /// # Ok::<(), smartpool::ConfigError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// On one of the pool's own worker threads, as awaiting the future
+    /// does (see [`OwnedPool::close`]).
+    pub fn wait(self) {
+        futures::executor::block_on(self)
+    }
+}
+
 impl fmt::Debug for Close {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Close")
@@ -468,6 +495,14 @@ impl CloseReport {
     /// are (their work then runs on the waiting thread, or already ran).
     pub fn aborted(&self) -> usize {
         self.aborted
+    }
+}
+
+impl CloseTimeout {
+    /// Blocks the calling thread until the pool has closed, and returns
+    /// the report (see [`Close::wait`]).
+    pub fn wait(self) -> CloseReport {
+        futures::executor::block_on(self)
     }
 }
 

@@ -17,17 +17,27 @@ use crate::schedule::Cursor;
 use crate::sleep::Check;
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
+use crate::thread_config::ThreadConfig;
 
 /// Body of worker thread `local.index`, with its two references to the
 /// pool: `pool`, which outlives the worker's context (its invariant: the
 /// pool is alive while the address is set), and `hooks`' (both made before
 /// the thread starts, so that the pool's count does not depend on when it
-/// does).
-pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: WorkerLocal) {
+/// does). The thread was started with `config`'s stack; its hooks run
+/// first and last.
+pub(super) fn run<B: PoolBehavior>(
+    pool: Arc<Pool<B>>,
+    hooks: Hooks<B>,
+    local: WorkerLocal,
+    config: &ThreadConfig,
+) {
+    let index = local.index;
     local.stack_base.set(stack_address());
-    local.stack_budget.set(HELP_STACK_BUDGET);
+    local.stack_budget.set(help_stack_budget(config.stack_size));
     let address = Arc::as_ptr(&pool).cast::<()>();
     let (local, entered) = local.enter(address, pool.shared.clone(), Box::new(hooks));
+    log::debug!("smartpool: worker {index} started");
+    ThreadConfig::call(&config.on_start, index, "on_start");
     let pool = &pool;
     // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
     // are caught where they are called; what is left to unwind out of
@@ -63,6 +73,9 @@ pub(super) fn run<B: PoolBehavior>(pool: Arc<Pool<B>>, hooks: Hooks<B>, local: W
         pool.drain_all(); // catches channel panics: close is always signalled
         shared.close.finish();
     }
+    // (Close's future joins every worker thread: it resolves after this.)
+    ThreadConfig::call(&config.on_stop, index, "on_stop");
+    log::debug!("smartpool: worker {index} stopped");
 }
 
 pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
@@ -242,15 +255,15 @@ impl<B: PoolBehavior> Hooks<B> {
     }
 }
 
-/// A worker thread's stack: twice std's default, because a scope waiting
-/// on a worker runs other tasks on top of its own frames (see `help_until`).
-pub(super) const STACK_SIZE: usize = 4 << 20;
-
-/// Stack a worker may have used and still start helping: each nested wait
-/// runs a task on top of the waiting one, and siblings queued ahead of the
-/// awaited tasks nest as deep as the queue is long. The rest is left to the
-/// tasks it runs.
-pub(super) const HELP_STACK_BUDGET: usize = 3 << 20;
+/// Stack a worker may have used and still start helping, of a stack of
+/// `stack_size` bytes: three quarters (3 MiB of the default 4, twice std's
+/// default because a waiting worker runs other tasks on top of its own
+/// frames). Each nested wait runs a task on top of the waiting one, and
+/// siblings queued ahead of the awaited tasks nest as deep as the queue is
+/// long. The rest is left to the tasks it runs.
+pub(super) fn help_stack_budget(stack_size: usize) -> usize {
+    stack_size / 4 * 3
+}
 
 /// An address on the current stack, to measure how much of it is in use
 /// (stacks grow down on every platform Rust's std supports threads on but a
@@ -263,7 +276,7 @@ pub(super) fn stack_address() -> usize {
 
 impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     /// The worker loop, with `done` for its end, and these differences:
-    /// * With more than [`HELP_STACK_BUDGET`] of its stack in use, it does
+    /// * With more than [`help_stack_budget`] of its stack in use, it does
     ///   not help: it moves its LIFO slot's task to its channel (where the
     ///   other workers see it) and returns `false`, for the caller to park.
     /// * Entered from code the worker runs while idle (a channel's `pop`),

@@ -1,0 +1,229 @@
+//! [`Builder`]: a pool of N levels of FIFO channels in one line, for the
+//! common case. The [`PoolBehavior`] trait stays for custom channels,
+//! several channels to a level, and a followup of your own; a [`Leveled`]
+//! pool is one such behavior, written for you.
+
+use crate::behavior::{
+    ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
+};
+use crate::channel::{Channel, VecDequeChannel};
+use crate::pool::OwnedPool;
+use crate::thread_config::ThreadConfig;
+
+/// Builds a pool of N levels, one FIFO channel ([`VecDequeChannel`]) each,
+/// level 0 the highest:
+///
+/// ```
+/// use smartpool::prelude::*;
+///
+/// let owned = smartpool::Builder::new().levels(3).threads(2).build()?;
+/// let pool = &owned.pool;
+/// let urgent = pool.level(0).exec(run(|| 2 + 2));
+/// let batch = pool.level(2).exec(async { "done" });
+/// assert_eq!(owned.block_on(urgent)?, 4);
+/// assert_eq!(owned.block_on(batch)?, "done");
+/// owned.close().wait();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Defaults: one level; one worker thread per core (`num_cpus::get()`);
+/// [`ScheduleAlgorithm::HighestFirst`]; a woken future continues at its
+/// own level; every level but the lowest completes on close (its tasks
+/// run to the end), the lowest is dropped. Each setter says what it
+/// changes; [`Builder::build`] validates the whole (a level index past
+/// the levels is a [`ConfigError`], not a panic).
+#[derive(Debug, Clone)]
+pub struct Builder {
+    levels: usize,
+    threads: Option<usize>,
+    schedule: ScheduleAlgorithm,
+    /// Per level, if set: whether it completes on close.
+    complete_on_close: Vec<(usize, bool)>,
+    /// Per level, if set: its options.
+    options: Vec<(usize, LevelOptions)>,
+    threads_config: ThreadConfig,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// One level, a thread per core, highest level first (see the type's
+    /// doc for every default).
+    pub fn new() -> Builder {
+        Builder {
+            levels: 1,
+            threads: None,
+            schedule: ScheduleAlgorithm::HighestFirst,
+            complete_on_close: Vec::new(),
+            options: Vec::new(),
+            threads_config: ThreadConfig::default(),
+        }
+    }
+
+    /// `levels` levels, 0 the highest (zero is refused by
+    /// [`Builder::build`]).
+    pub fn levels(mut self, levels: usize) -> Builder {
+        self.levels = levels;
+        self
+    }
+
+    /// `threads` worker threads instead of one per core (0: a pool driven
+    /// by its caller, see [`PoolConfig::threads`]).
+    pub fn threads(mut self, threads: usize) -> Builder {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// How workers choose a level (see [`ScheduleAlgorithm`]).
+    pub fn schedule(mut self, schedule: ScheduleAlgorithm) -> Builder {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Whether close runs level `level`'s tasks to the end (`true`) or
+    /// drops those not started (see [`ChannelParams::complete_on_close`]).
+    pub fn complete_on_close(mut self, level: usize, complete: bool) -> Builder {
+        self.complete_on_close.push((level, complete));
+        self
+    }
+
+    /// Level `level`'s options: workers reserved for it, a bound on how
+    /// long it waits (see [`LevelOptions`]).
+    pub fn level_options(mut self, level: usize, options: LevelOptions) -> Builder {
+        self.options.push((level, options));
+        self
+    }
+
+    /// Names worker `index`'s thread `name(index)` (see
+    /// [`ThreadConfig::name`]; default `smartpool-worker-{index}`).
+    pub fn thread_name(
+        mut self,
+        name: impl Fn(usize) -> String + Send + Sync + 'static,
+    ) -> Builder {
+        self.threads_config = self.threads_config.name(name);
+        self
+    }
+
+    /// Worker threads get stacks of `bytes` (see
+    /// [`ThreadConfig::stack_size`]; default 4 MiB).
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.threads_config = self.threads_config.stack_size(bytes);
+        self
+    }
+
+    /// Calls `hook(index)` on each worker thread as it starts (see
+    /// [`ThreadConfig::on_start`]).
+    pub fn on_thread_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.threads_config = self.threads_config.on_start(hook);
+        self
+    }
+
+    /// Calls `hook(index)` on each worker thread as it stops (see
+    /// [`ThreadConfig::on_stop`]).
+    pub fn on_thread_stop(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.threads_config = self.threads_config.on_stop(hook);
+        self
+    }
+
+    /// Starts the pool, or says what in the settings is wrong.
+    pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
+        for &level in self
+            .complete_on_close
+            .iter()
+            .map(|(level, _)| level)
+            .chain(self.options.iter().map(|(level, _)| level))
+        {
+            if level >= self.levels {
+                return Err(ConfigError::NoSuchLevel {
+                    level,
+                    levels: self.levels,
+                });
+            }
+        }
+        let mut complete: Vec<bool> = (0..self.levels).map(|l| l + 1 < self.levels).collect();
+        for (level, yes) in self.complete_on_close {
+            complete[level] = yes;
+        }
+        let mut options = vec![LevelOptions::default(); self.levels];
+        for (level, set) in self.options {
+            options[level] = set;
+        }
+        let config = PoolConfig {
+            threads: self.threads.unwrap_or_else(num_cpus::get),
+            schedule: self.schedule,
+            levels: complete
+                .iter()
+                .enumerate()
+                .map(|(key, &complete_on_close)| {
+                    vec![ChannelParams {
+                        key,
+                        complete_on_close,
+                    }]
+                })
+                .collect(),
+        };
+        OwnedPool::new(Leveled {
+            channels: (0..self.levels).map(|_| VecDequeChannel::new()).collect(),
+            config,
+            options,
+            threads: self.threads_config,
+        })
+    }
+}
+
+/// The behavior of a pool made by [`Builder`]: one FIFO channel per
+/// level, keyed by the level's index (0 the highest). A pool derefs to it:
+/// `pool.level(1).exec(..)`.
+#[derive(Debug)]
+pub struct Leveled {
+    channels: Box<[VecDequeChannel]>,
+    config: PoolConfig<usize>,
+    options: Vec<LevelOptions>,
+    threads: ThreadConfig,
+}
+
+impl Leveled {
+    /// Level `level`'s channel, to submit tasks to.
+    ///
+    /// # Panics
+    ///
+    /// If the pool has no such level (see [`Leveled::levels`]).
+    pub fn level(&self, level: usize) -> &VecDequeChannel {
+        match self.channels.get(level) {
+            Some(channel) => channel,
+            None => panic!(
+                "smartpool: no level {level}: the pool has {} (0 is the highest)",
+                self.channels.len()
+            ),
+        }
+    }
+
+    /// How many levels the pool has.
+    pub fn levels(&self) -> usize {
+        self.channels.len()
+    }
+}
+
+impl PoolBehavior for Leveled {
+    type ChannelKey = usize;
+
+    fn config(&self) -> PoolConfig<usize> {
+        self.config.clone()
+    }
+
+    fn channel(&self, key: usize) -> &dyn Channel {
+        self.level(key)
+    }
+
+    fn level_options(&self) -> Vec<LevelOptions> {
+        self.options.clone()
+    }
+
+    fn thread_config(&self) -> ThreadConfig {
+        self.threads.clone()
+    }
+}

@@ -1,0 +1,135 @@
+//! `Builder`: a pool of N FIFO levels in one line, with the documented
+//! defaults (highest level first, every level but the lowest completing on
+//! close) and clear errors for settings that name no level.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::hold_worker;
+use smartpool::prelude::*;
+use smartpool::{ConfigError, LevelOptions};
+
+#[test]
+fn levels_run_their_tasks_highest_first() {
+    let owned = Builder::new().levels(3).threads(1).build().unwrap();
+    let pool = &owned.pool;
+    assert_eq!((pool.levels(), pool.threads()), (3, 1));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (gate, held) = hold_worker(pool.level(0));
+    let handles: Vec<_> = [2, 1, 0, 2, 1, 0]
+        .into_iter()
+        .map(|level| {
+            let order = order.clone();
+            pool.level(level)
+                .exec(run(move || order.lock().unwrap().push(level)))
+        })
+        .collect();
+    gate.open();
+    owned.block_on(held).unwrap();
+    for h in handles {
+        owned.block_on(h).unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 0, 1, 1, 2, 2]);
+    owned.close().wait();
+}
+
+/// By default every level but the lowest completes on close; the lowest's
+/// queued tasks are dropped.
+#[test]
+fn close_completes_every_level_but_the_lowest() {
+    let owned = Builder::new().levels(2).threads(1).build().unwrap();
+    let pool = owned.pool.clone();
+    let (gate, held) = hold_worker(pool.level(0));
+    let kept = pool.level(0).exec(run(|| "kept"));
+    let dropped = pool.level(1).exec(run(|| "dropped"));
+    let closing = owned.close();
+    gate.open();
+    closing.wait();
+    futures::executor::block_on(held).unwrap();
+    assert_eq!(futures::executor::block_on(kept).unwrap(), "kept");
+    assert!(futures::executor::block_on(dropped)
+        .unwrap_err()
+        .is_cancelled());
+}
+
+/// `complete_on_close` and `level_options` change one level each.
+#[test]
+fn settings_change_the_level_they_name() {
+    let owned = Builder::new()
+        .levels(2)
+        .threads(2)
+        .complete_on_close(1, true)
+        .complete_on_close(0, false)
+        .level_options(0, LevelOptions::new().reserve(1))
+        .build()
+        .unwrap();
+    let pool = owned.pool.clone();
+    let (gate, held) = hold_worker(pool.level(1));
+    let low = pool.level(1).exec(run(|| "low"));
+    let closing = owned.close();
+    gate.open();
+    closing.wait();
+    futures::executor::block_on(held).unwrap();
+    assert_eq!(futures::executor::block_on(low).unwrap(), "low");
+}
+
+#[test]
+fn settings_that_name_no_level_are_errors() {
+    let err = Builder::new().levels(0).build().unwrap_err();
+    assert!(matches!(err, ConfigError::NoLevels), "{err}");
+    let err = Builder::new()
+        .levels(3)
+        .complete_on_close(3, true)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::NoSuchLevel {
+                level: 3,
+                levels: 3
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no level 3"), "{err}");
+    let err = Builder::new()
+        .levels(1)
+        .level_options(1, LevelOptions::new())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err, ConfigError::NoSuchLevel { level: 1, .. }),
+        "{err}"
+    );
+    // What the config validation refuses is refused here too.
+    let err = Builder::new()
+        .levels(2)
+        .threads(1)
+        .level_options(0, LevelOptions::new().reserve(1))
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::Reservations { .. }), "{err}");
+}
+
+#[test]
+#[should_panic(expected = "no level 5: the pool has 2")]
+fn a_level_past_the_last_panics_with_its_index() {
+    let owned = Builder::new().levels(2).threads(1).build().unwrap();
+    let _ = owned.pool.level(5);
+}
+
+/// With no thread count, one worker a core; with zero, the caller drives
+/// the pool (here `Close::wait` runs the task close waits for).
+#[test]
+fn thread_counts_default_to_the_cores_and_zero_is_caller_driven() {
+    let owned = Builder::new().build().unwrap();
+    assert!(owned.pool.threads() >= 1);
+    assert_eq!(owned.pool.levels(), 1);
+    owned.close().wait();
+    let owned = Builder::new().levels(2).threads(0).build().unwrap();
+    let task = owned.pool.level(0).exec(run(|| 7));
+    owned.close().wait();
+    assert_eq!(futures::executor::block_on(task).unwrap(), 7);
+}
