@@ -296,6 +296,12 @@ pub enum ConfigError {
         /// The config's threads.
         threads: usize,
     },
+    /// [`ThreadConfig::name`] panicked for worker `index`, or gave a name
+    /// with a NUL byte (which no thread can have).
+    ThreadName {
+        /// The worker's index.
+        index: usize,
+    },
     /// [`ThreadConfig::stack_size`] is below [`MIN_STACK_SIZE`].
     StackSize {
         /// The size asked for.
@@ -315,6 +321,10 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::NoLevels => write!(f, "invalid pool config: no levels"),
+            ConfigError::ThreadName { index } => write!(
+                f,
+                "invalid pool config: the thread name function panicked or gave a name with a NUL byte for worker {index}"
+            ),
             ConfigError::StackSize { bytes } => write!(
                 f,
                 "invalid pool config: a worker stack of {bytes} bytes, at least {MIN_STACK_SIZE} are needed"

@@ -28,10 +28,11 @@ use crate::thread_config::ThreadConfig;
 ///
 /// Defaults: one level; one worker thread per core (`num_cpus::get()`);
 /// [`ScheduleAlgorithm::HighestFirst`]; a woken future continues at its
-/// own level; every level but the lowest completes on close (its tasks
-/// run to the end), the lowest is dropped. Each setter says what it
-/// changes; [`Builder::build`] validates the whole (a level index past
-/// the levels is a [`ConfigError`], not a panic).
+/// own level; on close, every level but the lowest completes (its tasks
+/// run to the end) and the lowest, the background, is dropped; a pool of
+/// one level completes it (as rayon finishes what was spawned). Each
+/// setter says what it changes; [`Builder::build`] validates the whole (a
+/// level index past the levels is a [`ConfigError`], not a panic).
 #[derive(Debug, Clone)]
 pub struct Builder {
     levels: usize,
@@ -71,8 +72,12 @@ impl Builder {
         self
     }
 
-    /// `threads` worker threads instead of one per core (0: a pool driven
-    /// by its caller, see [`PoolConfig::threads`]).
+    /// `threads` worker threads instead of one per core.
+    ///
+    /// Zero is not "automatic" (as rayon's `num_threads(0)` is): it makes
+    /// a pool with no worker thread, whose tasks run only while a thread
+    /// drives it ([`OwnedPool::block_on`], [`OwnedPool::run_until_stalled`],
+    /// [`Close::wait`](crate::Close::wait); see [`PoolConfig::threads`]).
     pub fn threads(mut self, threads: usize) -> Builder {
         self.threads = Some(threads);
         self
@@ -131,6 +136,9 @@ impl Builder {
 
     /// Starts the pool, or says what in the settings is wrong.
     pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
+        if self.levels == 0 {
+            return Err(ConfigError::NoLevels);
+        }
         for &level in self
             .complete_on_close
             .iter()
@@ -144,7 +152,10 @@ impl Builder {
                 });
             }
         }
-        let mut complete: Vec<bool> = (0..self.levels).map(|l| l + 1 < self.levels).collect();
+        // Every level but the lowest; a lone level too.
+        let mut complete: Vec<bool> = (0..self.levels)
+            .map(|l| l + 1 < self.levels || self.levels == 1)
+            .collect();
         for (level, yes) in self.complete_on_close {
             complete[level] = yes;
         }

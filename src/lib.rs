@@ -154,7 +154,7 @@ pub use blocking::BlockingConfig;
 pub use builder::{Builder, Leveled};
 pub use channel::{
     AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
-    ShortestDeadlineFirst, Submit, VecDequeChannel,
+    ShortestDeadlineFirst, Spawner, Submit, VecDequeChannel,
 };
 pub use join_set::JoinSet;
 pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
@@ -177,8 +177,8 @@ struct ReadmeDoctests;
 /// Everything needed to declare a pool and submit work.
 pub mod prelude {
     pub use crate::{
-        run, try_run, Builder, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError,
-        JoinHandle, MultiChannel, OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask,
-        ScheduleAlgorithm, ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
+        run, try_run, CancelReason, Channel, ChannelParams, Exec, ExecParam, JoinError, JoinHandle,
+        MultiChannel, OwnedPool, Pool, PoolBehavior, PoolConfig, RunningTask, ScheduleAlgorithm,
+        ShortestDeadlineFirst, Submit, TimeScheduler, VecDequeChannel,
     };
 }

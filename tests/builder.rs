@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use common::hold_worker;
 use smartpool::prelude::*;
-use smartpool::{ConfigError, LevelOptions};
+use smartpool::{Builder, ConfigError, LevelOptions};
 
 #[test]
 fn levels_run_their_tasks_highest_first() {
@@ -128,6 +128,11 @@ fn thread_counts_default_to_the_cores_and_zero_is_caller_driven() {
     assert!(owned.pool.threads() >= 1);
     assert_eq!(owned.pool.levels(), 1);
     owned.close().wait();
+    // A lone level completes on close (as rayon finishes what was spawned).
+    let owned = Builder::new().threads(0).build().unwrap();
+    let task = owned.pool.level(0).exec(run(|| 3));
+    owned.close().wait();
+    assert_eq!(futures::executor::block_on(task).unwrap(), 3);
     let owned = Builder::new().levels(2).threads(0).build().unwrap();
     let task = owned.pool.level(0).exec(run(|| 7));
     owned.close().wait();

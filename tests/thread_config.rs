@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{Lv, TwoLevels};
 use smartpool::prelude::*;
-use smartpool::{ConfigError, ThreadConfig, MIN_STACK_SIZE};
+use smartpool::{Builder, ConfigError, ThreadConfig, MIN_STACK_SIZE};
 
 #[test]
 fn builder_names_threads_and_calls_hooks_once_each() {
@@ -83,9 +83,35 @@ fn a_panicking_hook_does_not_stop_the_worker() {
         .on_thread_stop(|_| panic!("stop hook fails"))
         .build()
         .unwrap();
-    let task = owned.pool.level(0).exec(run(|| 5));
-    assert_eq!(owned.block_on(task).unwrap(), 5);
+    // (Not `owned.block_on`, whose thread could run the task itself.)
+    let task = owned
+        .pool
+        .level(0)
+        .exec(run(|| std::thread::current().name().map(String::from)));
+    let ran_on = futures::executor::block_on(task).unwrap();
+    assert_eq!(ran_on.as_deref(), Some("smartpool-worker-0"));
     owned.close().wait();
+}
+
+/// A name function that panics, or gives a name no thread can have, is an
+/// error before any thread starts.
+#[test]
+fn a_bad_thread_name_is_refused() {
+    let err = Builder::new()
+        .threads(2)
+        .thread_name(|index| {
+            assert!(index == 0, "no name for {index}");
+            "first".into()
+        })
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::ThreadName { index: 1 }), "{err}");
+    let err = Builder::new()
+        .threads(1)
+        .thread_name(|_| "nul\0name".into())
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::ThreadName { index: 0 }), "{err}");
 }
 
 #[test]
@@ -99,24 +125,31 @@ fn a_stack_too_small_is_refused() {
         "{err}"
     );
     assert!(err.to_string().contains("worker stack"), "{err}");
-    // The smallest allowed runs tasks, also in a scope that helps.
+    // The smallest allowed runs tasks on its workers, also nested scopes
+    // whose waits help (a one-thread pool: the worker runs them all) and a
+    // panicking task among them.
     let owned = Builder::new()
-        .threads(2)
+        .threads(1)
         .stack_size(MIN_STACK_SIZE)
         .build()
         .unwrap();
     let pool = owned.pool.clone();
-    let sum = owned
-        .block_on(owned.pool.level(0).exec(run(move || {
-            let mut parts = [0u64; 8];
-            smartpool::scope(|s| {
-                for (i, part) in parts.iter_mut().enumerate() {
-                    s.exec(pool.level(0), run(move || *part = i as u64));
-                }
-            });
-            parts.iter().sum::<u64>()
-        })))
-        .unwrap();
-    assert_eq!(sum, 28);
+    fn tree(pool: &smartpool::Pool<smartpool::Leveled>, depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let mut parts = [0u64; 2];
+        smartpool::scope(|s| {
+            for part in parts.iter_mut() {
+                s.exec(pool.level(0), run(move || *part = tree(pool, depth - 1)));
+            }
+        });
+        parts.iter().sum()
+    }
+    let p = pool.clone();
+    let leaves = futures::executor::block_on(pool.level(0).exec(run(move || tree(&p, 3))));
+    assert_eq!(leaves.unwrap(), 8);
+    let panicked = futures::executor::block_on(pool.level(0).exec(run(|| panic!("contained"))));
+    assert!(panicked.unwrap_err().is_panic());
     owned.close().wait();
 }

@@ -7,6 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Channel, ChannelLink};
 
+use super::Spawner;
 use crate::task::{self, CancelReason, JoinHandle, RunningTask};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -57,6 +58,24 @@ pub trait Exec {
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static;
+
+    /// This channel as a [`futures::task::Spawn`], for code written
+    /// against the futures crate's executor traits (see [`Spawner`]).
+    ///
+    /// ```
+    /// use futures::task::SpawnExt;
+    /// use smartpool::prelude::*;
+    ///
+    /// let owned = smartpool::Builder::new().levels(2).threads(1).build()?;
+    /// let spawner = owned.pool.level(0).spawner();
+    /// let done = spawner.spawn_with_handle(async { 6 * 7 })?;
+    /// assert_eq!(owned.block_on(done), 42);
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn spawner(&self) -> Spawner<'_, Self> {
+        Spawner::new(self)
+    }
 }
 
 impl<C: Channel + ?Sized> Exec for C {

@@ -26,6 +26,7 @@ mod exec;
 mod fifo;
 mod moves;
 mod multi;
+mod spawn;
 
 pub use crate::core::link::{AlreadyAttached, ChannelLink, LinkSlot};
 pub use deadline::ShortestDeadlineFirst;
@@ -33,6 +34,7 @@ pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
 pub(crate) use moves::move_into;
 pub use multi::MultiChannel;
+pub use spawn::Spawner;
 
 use crate::core::context::WorkerContext;
 use crate::core::Shared;

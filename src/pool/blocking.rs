@@ -45,12 +45,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::drive::Guest;
-use super::worker::help_stack_budget;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::core::blocked::WorkerState;
 use crate::core::context::WorkerLocal;
 use crate::task::{CancelReason, JoinHandle, Schedule};
+use crate::thread_config::help_stack_budget;
 
 /// Runs `f`, a closure that blocks (on IO, a lock, a channel), on the
 /// calling thread; if that thread is a worker of a pool, another thread

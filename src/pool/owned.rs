@@ -59,6 +59,9 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 bytes: thread_config.stack_size,
             });
         }
+        // The names first (user code): a panic or a name std refuses is an
+        // error before any channel is attached or thread started.
+        let names = thread_config.names(config.threads)?;
         let threads = config.threads;
         let mut keys = Vec::new();
         let mut params = Vec::new();
@@ -142,7 +145,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             blocking: Blocking::new(
                 &blocking_config,
                 "smartpool-blocking".into(),
-                thread_config.stack_size,
+                thread_config.blocking_stack_size(),
             ),
             blocking_config,
             behavior,
@@ -188,11 +191,11 @@ impl<B: PoolBehavior> OwnedPool<B> {
             }
         }
         let mut handles = Vec::with_capacity(threads);
-        for local in locals {
+        for (local, name) in locals.into_iter().zip(names) {
             let (pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
             let config = thread_config.clone();
             let spawned = thread::Builder::new()
-                .name((thread_config.name)(local.index))
+                .name(name)
                 .stack_size(thread_config.stack_size)
                 .spawn(move || worker::run(pool, hooks, local, &config));
             match spawned {
@@ -449,7 +452,8 @@ impl Close {
     /// # Panics
     ///
     /// On one of the pool's own worker threads, as awaiting the future
-    /// does (see [`OwnedPool::close`]).
+    /// does (see [`OwnedPool::close`]); and, as any `block_on` of the
+    /// futures crate, inside a thread-local's destructor.
     pub fn wait(self) {
         futures::executor::block_on(self)
     }

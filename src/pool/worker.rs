@@ -17,7 +17,7 @@ use crate::schedule::Cursor;
 use crate::sleep::Check;
 use crate::sync::{fence, Ordering};
 use crate::task::{RunOutcome, RunningTask};
-use crate::thread_config::ThreadConfig;
+use crate::thread_config::{help_stack_budget, ThreadConfig};
 
 /// Body of worker thread `local.index`, with its two references to the
 /// pool: `pool`, which outlives the worker's context (its invariant: the
@@ -65,6 +65,10 @@ pub(super) fn run<B: PoolBehavior>(
     // workers or the last one out drain).
     drop(entered);
     local.drain(&pool.shared);
+    // Before this worker counts as exited: close resolves after every
+    // worker's hook, and its join of the threads stays immediate.
+    ThreadConfig::call(&config.on_stop, index, "on_stop");
+    log::debug!("smartpool: worker {index} stopped");
     let shared = &pool.shared;
     if shared.close.worker_exited() {
         // Pairs with the post fence of a push that raced termination (see
@@ -73,9 +77,6 @@ pub(super) fn run<B: PoolBehavior>(
         pool.drain_all(); // catches channel panics: close is always signalled
         shared.close.finish();
     }
-    // (Close's future joins every worker thread: it resolves after this.)
-    ThreadConfig::call(&config.on_stop, index, "on_stop");
-    log::debug!("smartpool: worker {index} stopped");
 }
 
 pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
@@ -255,16 +256,6 @@ impl<B: PoolBehavior> Hooks<B> {
     }
 }
 
-/// Stack a worker may have used and still start helping, of a stack of
-/// `stack_size` bytes: three quarters (3 MiB of the default 4, twice std's
-/// default because a waiting worker runs other tasks on top of its own
-/// frames). Each nested wait runs a task on top of the waiting one, and
-/// siblings queued ahead of the awaited tasks nest as deep as the queue is
-/// long. The rest is left to the tasks it runs.
-pub(super) fn help_stack_budget(stack_size: usize) -> usize {
-    stack_size / 4 * 3
-}
-
 /// An address on the current stack, to measure how much of it is in use
 /// (stacks grow down on every platform Rust's std supports threads on but a
 /// few; there, `used` reads 0 and the budget never binds).
@@ -276,7 +267,7 @@ pub(super) fn stack_address() -> usize {
 
 impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     /// The worker loop, with `done` for its end, and these differences:
-    /// * With more than [`help_stack_budget`] of its stack in use, it does
+    /// * With more than its stack budget (`help_stack_budget`) in use, it does
     ///   not help: it moves its LIFO slot's task to its channel (where the
     ///   other workers see it) and returns `false`, for the caller to park.
     /// * Entered from code the worker runs while idle (a channel's `pop`),

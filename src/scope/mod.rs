@@ -236,9 +236,9 @@ impl ScopeState {
 /// task it picked that waits for something only the waiting task will do
 /// later deadlocks both; and a lock or `RefCell` borrow held across `scope`
 /// is still held while those tasks run. A worker nests waits on its stack
-/// (it has 4 MiB); with 3 MiB of it in use, a wait stops helping and only
-/// blocks, which on a 1-thread pool deadlocks rather than overflow the
-/// stack.
+/// (4 MiB by default, see [`ThreadConfig::stack_size`](crate::ThreadConfig::stack_size));
+/// with three quarters of it in use, a wait stops helping and only blocks,
+/// which on a 1-thread pool deadlocks rather than overflow the stack.
 ///
 /// Tasks cannot outlive what they borrow; this does not compile:
 ///

@@ -1,0 +1,67 @@
+//! `futures::task::Spawn` on channels: code written against the futures
+//! crate's executor traits (`SpawnExt::spawn`, `spawn_with_handle`, the
+//! crates that take an `impl Spawn`) runs its futures on a smartpool
+//! channel, at that channel's level.
+
+use std::fmt;
+
+use futures::future::FutureObj;
+use futures::task::{Spawn, SpawnError};
+
+use super::{Channel, Exec, MultiChannel, VecDequeChannel};
+
+/// A channel as a [`Spawn`]r: made by [`Exec::spawner`], for a channel of
+/// any type (the channels of this crate that take no parameter implement
+/// [`Spawn`] themselves).
+///
+/// A spawned future runs as [`Exec::exec`] runs it, detached: its output
+/// is `()`, and [`SpawnExt::spawn_with_handle`](futures::task::SpawnExt::spawn_with_handle)
+/// gives a handle to wait for it. A future the pool refuses (closing, or
+/// the channel attached to no pool) comes back as
+/// [`SpawnError::shutdown`], and is dropped.
+pub struct Spawner<'a, C: ?Sized>(&'a C);
+
+impl<'a, C: ?Sized> Spawner<'a, C> {
+    pub(super) fn new(channel: &'a C) -> Spawner<'a, C> {
+        Spawner(channel)
+    }
+}
+
+impl<C: Channel + ?Sized> Spawn for Spawner<'_, C> {
+    fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
+        spawn_on(self.0, future)
+    }
+}
+
+impl<C: ?Sized> fmt::Debug for Spawner<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Spawner").finish_non_exhaustive()
+    }
+}
+
+/// Runs `future` on `channel`, detached; a refusal is `shutdown`.
+fn spawn_on<C: Channel + ?Sized>(
+    channel: &C,
+    future: FutureObj<'static, ()>,
+) -> Result<(), SpawnError> {
+    channel
+        .try_exec(future)
+        .map(drop)
+        .map_err(|_| SpawnError::shutdown())
+}
+
+/// As [`Spawner`]: `pool.urgent.spawn(fut)` with
+/// [`SpawnExt`](futures::task::SpawnExt) in scope.
+impl Spawn for VecDequeChannel {
+    fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
+        spawn_on(self, future)
+    }
+}
+
+/// As [`Spawner`]: a spawned future goes to one of the shards, as
+/// [`Exec::exec`] sends it.
+impl<C: Channel> Spawn for MultiChannel<C> {
+    fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
+        spawn_on(self, future)
+    }
+}
