@@ -1,6 +1,7 @@
 //! The user's declaration of a pool: its channels, their levels, how levels
 //! are scheduled, and where woken futures go.
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::Hash;
@@ -92,6 +93,18 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     /// config. Default: none.
     fn level_options(&self) -> Vec<LevelOptions> {
         Vec::new()
+    }
+
+    /// A task panicked while nobody held its [`JoinHandle`](crate::JoinHandle)
+    /// (it was detached: dropped, or never kept), so the panic would go
+    /// unseen (rayon's `panic_handler`). `from` is the channel it was
+    /// polled from (`None` for a blocking task); `panic` the payload (a
+    /// `&str` or a `String` for a `panic!` with a message). Called on the
+    /// thread that polled it; the worker goes on. Every task panic is also
+    /// logged (a warning, with the channel's key). A panic here is caught
+    /// and logged. Default: nothing more.
+    fn task_panicked(&self, from: Option<Self::ChannelKey>, panic: &(dyn Any + Send)) {
+        let _ = (from, panic);
     }
 
     /// How the pool's worker threads are named, their stack size, and

@@ -3,6 +3,10 @@
 //! several channels to a level, and a followup of your own; a [`Leveled`]
 //! pool is one such behavior, written for you.
 
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
 use crate::behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
 };
@@ -33,7 +37,7 @@ use crate::thread_config::ThreadConfig;
 /// one level completes it (as rayon finishes what was spawned). Each
 /// setter says what it changes; [`Builder::build`] validates the whole (a
 /// level index past the levels is a [`ConfigError`], not a panic).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Builder {
     levels: usize,
     threads: Option<usize>,
@@ -43,7 +47,11 @@ pub struct Builder {
     /// Per level, if set: its options.
     options: Vec<(usize, LevelOptions)>,
     threads_config: ThreadConfig,
+    panic_handler: Option<PanicHandler>,
 }
+
+/// What [`Builder::panic_handler`] keeps.
+type PanicHandler = Arc<dyn Fn(Option<usize>, &(dyn Any + Send)) + Send + Sync>;
 
 impl Default for Builder {
     fn default() -> Builder {
@@ -62,6 +70,7 @@ impl Builder {
             complete_on_close: Vec::new(),
             options: Vec::new(),
             threads_config: ThreadConfig::default(),
+            panic_handler: None,
         }
     }
 
@@ -134,6 +143,18 @@ impl Builder {
         self
     }
 
+    /// Calls `handler(level, payload)` when a task panics while nobody
+    /// holds its `JoinHandle` (rayon's `panic_handler`; see
+    /// [`PoolBehavior::task_panicked`]). `level` is `None` for a blocking
+    /// task. Every task panic is logged either way.
+    pub fn panic_handler(
+        mut self,
+        handler: impl Fn(Option<usize>, &(dyn Any + Send)) + Send + Sync + 'static,
+    ) -> Builder {
+        self.panic_handler = Some(Arc::new(handler));
+        self
+    }
+
     /// Starts the pool, or says what in the settings is wrong.
     pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
         if self.levels == 0 {
@@ -182,6 +203,7 @@ impl Builder {
             config,
             options,
             threads: self.threads_config,
+            panic_handler: self.panic_handler,
         })
     }
 }
@@ -189,12 +211,12 @@ impl Builder {
 /// The behavior of a pool made by [`Builder`]: one FIFO channel per
 /// level, keyed by the level's index (0 the highest). A pool derefs to it:
 /// `pool.level(1).exec(..)`.
-#[derive(Debug)]
 pub struct Leveled {
     channels: Box<[VecDequeChannel]>,
     config: PoolConfig<usize>,
     options: Vec<LevelOptions>,
     threads: ThreadConfig,
+    panic_handler: Option<PanicHandler>,
 }
 
 impl Leveled {
@@ -236,5 +258,37 @@ impl PoolBehavior for Leveled {
 
     fn thread_config(&self) -> ThreadConfig {
         self.threads.clone()
+    }
+
+    fn task_panicked(&self, from: Option<usize>, panic: &(dyn Any + Send)) {
+        if let Some(handler) = &self.panic_handler {
+            handler(from, panic);
+        }
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("levels", &self.levels)
+            .field("threads", &self.threads)
+            .field("schedule", &self.schedule)
+            .field("complete_on_close", &self.complete_on_close)
+            .field("options", &self.options)
+            .field("thread_config", &self.threads_config)
+            .field("panic_handler", &self.panic_handler.is_some())
+            .finish()
+    }
+}
+
+impl fmt::Debug for Leveled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leveled")
+            .field("channels", &self.channels)
+            .field("config", &self.config)
+            .field("options", &self.options)
+            .field("thread_config", &self.threads)
+            .field("panic_handler", &self.panic_handler.is_some())
+            .finish()
     }
 }

@@ -138,3 +138,34 @@ fn thread_counts_default_to_the_cores_and_zero_is_caller_driven() {
     owned.close().wait();
     assert_eq!(futures::executor::block_on(task).unwrap(), 7);
 }
+
+/// A detached task's panic reaches the panic handler with its level; a
+/// panic whose handle is held goes to the handle only.
+#[test]
+fn a_detached_panic_reaches_the_handler() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = Mutex::new(tx);
+    let owned = Builder::new()
+        .levels(2)
+        .threads(1)
+        .panic_handler(move |level, payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            tx.lock().unwrap().send((level, message)).unwrap();
+        })
+        .build()
+        .unwrap();
+    let pool = &owned.pool;
+    let held = pool.level(0).exec(run(|| panic!("seen by the handle")));
+    assert!(futures::executor::block_on(held).unwrap_err().is_panic());
+    // Detached before it can run: the one worker is held meanwhile.
+    let (gate, holder) = hold_worker(pool.level(0));
+    drop(pool.level(1).exec(run(|| panic!("nobody holds me"))));
+    gate.open();
+    futures::executor::block_on(holder).unwrap();
+    assert_eq!(rx.recv().unwrap(), (Some(1), "nobody holds me".to_string()));
+    owned.close().wait();
+    assert!(rx.try_recv().is_err(), "the held one was not handed over");
+}

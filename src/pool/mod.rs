@@ -311,6 +311,31 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
         self.shared.parked.count_abandoned();
     }
 
+    fn task_panicked(
+        &self,
+        channel: Option<usize>,
+        panic: &(dyn std::any::Any + Send),
+        detached: bool,
+    ) {
+        let key = channel.and_then(|index| self.keys.get(index).copied());
+        let message = crate::task::panic_message(panic);
+        match key {
+            Some(key) => log::warn!("smartpool: a task of channel {key:?} panicked: {message}"),
+            None => log::warn!("smartpool: a blocking task panicked: {message}"),
+        }
+        if detached {
+            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.behavior.task_panicked(key, panic)
+            }));
+            if let Err(again) = handled {
+                log::error!(
+                    "smartpool: the behavior's task_panicked panicked: {}",
+                    crate::task::panic_message(&*again)
+                );
+            }
+        }
+    }
+
     fn dropped(&self, channel: usize, cancelled: bool, queued: bool) {
         self.shared.meters.dropped(channel, cancelled, queued);
     }

@@ -963,9 +963,13 @@ where
             }
             Ok(Poll::Ready(value)) => Ok(value),
             Err(panic) => {
-                let error = JoinError::panicked(panic);
-                log::error!("smartpool: {error}");
-                Err(error)
+                // The pool logs it with the task's channel, and hands it to
+                // the behavior if nobody holds the task's handle.
+                let channel = self.header.line_entry(line).channel();
+                let detached = !self.header.joined.load(Ordering::Relaxed);
+                PoolRef::of(&self.header.scheduler)
+                    .with(|pool| pool.task_panicked(channel, &*panic, detached));
+                Err(JoinError::panicked(panic))
             }
         };
         let panicked = output.is_err();

@@ -71,6 +71,7 @@ impl Schedule for Recorder {
     ) {
     }
     fn dropped(&self, _: usize, _: bool, _: bool) {}
+    fn task_panicked(&self, _: Option<usize>, _: &(dyn std::any::Any + Send), _: bool) {}
 }
 
 /// Shared by the future and the threads that wake it.

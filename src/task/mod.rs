@@ -225,6 +225,16 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// A counted task was dropped because close's deadline passed (called
     /// by its cancellation, once, before its count goes back).
     fn dropped_at_deadline(&self);
+    /// A task polled from channel `channel` (`None`: a blocking task)
+    /// panicked, with `panic`; `detached`: its `JoinHandle` was dropped,
+    /// so nobody will see the error. Called on the polling thread, before
+    /// the task completes.
+    fn task_panicked(
+        &self,
+        channel: Option<usize>,
+        panic: &(dyn std::any::Any + Send),
+        detached: bool,
+    );
     /// A token of channel `channel` was dropped unrun, for the pool's
     /// counts: `cancelled`, its task is cancelled (else the token was
     /// stale); `queued`, it was dropped in the channel's queue.

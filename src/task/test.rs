@@ -54,6 +54,7 @@ impl Schedule for Recorder {
     ) {
     }
     fn dropped(&self, _: usize, _: bool, _: bool) {}
+    fn task_panicked(&self, _: Option<usize>, _: &(dyn std::any::Any + Send), _: bool) {}
 }
 
 fn weak(r: &Arc<Recorder>) -> Weak<dyn Schedule> {
