@@ -92,9 +92,13 @@ fn a_yield_loop_lets_outside_work_in_within_the_bound() {
         let (spinner, started) = f.spinner();
         let spun = pool.work.exec(spinner);
         assert!(started.wait_for(FAILSAFE));
+        // Counted from when the task is queued (`exec` returned), as the
+        // bound is: the stopper reports the poll count it ran at.
+        let late = pool.work.exec(f.stopper(0));
         let since = f.polls.load(Ordering::SeqCst);
-        let late = pool.work.exec(f.stopper(since));
-        let late = futures::executor::block_on(late).unwrap();
+        let late = futures::executor::block_on(late)
+            .unwrap()
+            .saturating_sub(since);
         assert!(futures::executor::block_on(spun).unwrap(), "starved");
         assert!(
             late <= FAIRNESS_INTERVAL,
@@ -201,8 +205,12 @@ fn a_future_woken_from_outside_runs_within_the_bound() {
     let (spinner, started) = f.spinner();
     let spun = pool.work.exec(spinner);
     assert!(started.wait_for(FAILSAFE));
-    let since = f.polls.load(Ordering::SeqCst);
+    // The bound counts from the moment the woken future is queued: the
+    // send wakes it, and its wake queues it, before `send` returns. (Read
+    // before the send, the count would include the wake's own time, on an
+    // outside thread whose first count for the pool registers its block.)
     tx.send(()).unwrap();
+    let since = f.polls.load(Ordering::SeqCst);
     let at = futures::executor::block_on(waiter).unwrap();
     assert!(futures::executor::block_on(spun).unwrap(), "starved");
     assert!(

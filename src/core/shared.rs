@@ -284,6 +284,10 @@ impl Shared {
     /// those of channels that are not `complete_on_close` (see `parked`).
     pub(crate) fn begin_close(&self) {
         if self.close.begin() {
+            log::debug!(
+                "smartpool: pool {} closing: dropping channels' tasks, running complete_on_close ones",
+                self.id
+            );
             self.sleep.wake_all();
             self.seats.wake_waiting();
         }

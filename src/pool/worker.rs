@@ -75,6 +75,7 @@ pub(super) fn run<B: PoolBehavior>(
         // `close`): either that pusher sees TERMINATED, or we see its task.
         fence(Ordering::SeqCst);
         pool.drain_all(); // catches channel panics: close is always signalled
+        log::debug!("smartpool: pool {} closed: every worker exited", shared.id);
         shared.close.finish();
     }
 }
