@@ -141,6 +141,8 @@ mod sync;
 mod task;
 mod thread_config;
 mod time;
+#[cfg(feature = "tokio")]
+mod tokio_io;
 mod wait_clock;
 mod yield_now;
 
@@ -167,6 +169,8 @@ pub use steal::WorkQueue;
 pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError, RunningTask};
 pub use thread_config::{ThreadConfig, MIN_STACK_SIZE};
 pub use time::{Periodic, Sleep, TimeScheduler};
+#[cfg(feature = "tokio")]
+pub use tokio_io::{tokio_io, TokioIo};
 pub use yield_now::{yield_now, YieldNow};
 
 /// The README's examples, compiled and run as doctests.

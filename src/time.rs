@@ -37,12 +37,17 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+#[cfg(not(feature = "async-io"))]
 use futures_timer::Delay;
 
 use crate::channel::{Channel, Exec};
 use crate::task::JoinHandle;
 
-/// Makes timers. Cheap to clone; all share `futures-timer`'s timer thread.
+/// Makes timers. Cheap to clone; all share one timer thread:
+/// `futures-timer`'s, or with the `async-io` feature async-io's (so that a
+/// program that uses async-io already runs one timer thread, not two).
+/// (`OwnedPool::close_timeout`'s deadline uses `futures-timer`'s either
+/// way.)
 #[derive(Clone, Debug, Default)]
 pub struct TimeScheduler {
     _private: (),
@@ -206,5 +211,30 @@ impl fmt::Debug for Periodic {
             .field("next", &self.next)
             .field("interval", &self.interval)
             .finish()
+    }
+}
+
+/// The timer under [`Sleep`] with the `async-io` feature: async-io's, with
+/// futures-timer's `Delay` interface.
+#[cfg(feature = "async-io")]
+struct Delay(async_io::Timer);
+
+#[cfg(feature = "async-io")]
+impl Delay {
+    fn new(after: Duration) -> Delay {
+        Delay(async_io::Timer::after(after))
+    }
+
+    fn reset(&mut self, after: Duration) {
+        self.0.set_after(after);
+    }
+}
+
+#[cfg(feature = "async-io")]
+impl Future for Delay {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx).map(drop)
     }
 }
