@@ -210,12 +210,17 @@ impl CountDown {
     }
 }
 
+/// Whether the tests run under valgrind (`.ci/valgrind` says so).
+pub fn under_valgrind() -> bool {
+    std::env::var_os("SMARTPOOL_UNDER_VALGRIND").is_some()
+}
+
 /// `n`, or a hundredth of it (at least 2) under miri, which is ~1000x
 /// slower, or a tenth under valgrind: the same paths, fewer times.
 pub fn scaled(n: usize) -> usize {
     if cfg!(miri) {
         (n / 100).max(2)
-    } else if std::env::var_os("SMARTPOOL_UNDER_VALGRIND").is_some() {
+    } else if under_valgrind() {
         // Memcheck runs ~50× slower: a tenth keeps the fail-safes far
         // (a million-element quicksort came near 60 s on a loaded machine).
         (n / 10).max(2)
