@@ -111,16 +111,13 @@ impl Counter {
         }
     }
 
-    /// Adds one, and returns the count before: for the one writer only.
+    /// Adds one, and returns the count before: for the one writer only
+    /// (`Meters::entered`, which returns at once when counts are off).
     #[inline(always)]
     fn bump(&self) -> u64 {
-        if ENABLED {
-            let value = self.0.load(Ordering::Relaxed);
-            self.0.store(value.wrapping_add(1), Ordering::Relaxed);
-            value
-        } else {
-            1
-        }
+        let value = self.0.load(Ordering::Relaxed);
+        self.0.store(value.wrapping_add(1), Ordering::Relaxed);
+        value
     }
 
     /// Raises the count to `n` if it is below: for the one writer only.
@@ -301,7 +298,7 @@ impl SeatMeters {
     }
 
     /// A task of channel `channel` started after waiting since `stamp` (a
-    /// stamp as [`Meters::stamp`] made it).
+    /// stamp as [`Meters::entered`] made it).
     #[cold]
     #[inline(never)]
     pub(crate) fn waited(&self, epoch: Instant, channel: usize, stamp: u32) {
@@ -323,38 +320,25 @@ fn micros(epoch: Instant) -> u32 {
 #[derive(Debug)]
 struct Outside {
     blocks: Vec<(ThreadId, Arc<Block>)>,
-    retired: Block,
+    /// Per channel (only the counts a block holds are set).
+    retired: Box<[ChannelSum]>,
 }
 
 impl Outside {
     /// Folds the blocks whose thread let go of them into `retired`.
     fn retire(&mut self) {
-        let retired = &self.retired;
+        let retired = &mut self.retired;
         self.blocks.retain_mut(|(_, block)| {
             // `get_mut` (acquire) succeeds only when no thread holds the
             // block any more, and sees every count it made.
             let Some(block) = Arc::get_mut(block) else {
                 return true;
             };
-            for (into, from) in retired.iter().zip(block.iter()) {
-                into.fold(from);
+            for (into, from) in retired.iter_mut().zip(block.iter()) {
+                into.add(from);
             }
             false
         });
-    }
-}
-
-impl ChannelCounts {
-    /// Adds `other`'s counts (for the snapshot's side: `self` is written
-    /// under the outside list's lock only).
-    fn fold(&self, other: &ChannelCounts) {
-        self.submitted.add(other.submitted.get());
-        self.reentered.add(other.reentered.get());
-        self.taken.add(other.taken.get());
-        self.started.add(other.started.get());
-        self.completed.add(other.completed.get());
-        self.panicked.add(other.panicked.get());
-        self.aborted.add(other.aborted.get());
     }
 }
 
@@ -403,7 +387,7 @@ impl Meters {
                 .collect(),
             outside: Mutex::new(Outside {
                 blocks: Vec::new(),
-                retired: block(channels),
+                retired: vec![ChannelSum::default(); channels].into(),
             }),
             cancelled: (0..channels).map(|_| AtomicU64::new(0)).collect(),
             dropped: (0..channels).map(|_| AtomicU64::new(0)).collect(),
@@ -530,28 +514,19 @@ impl Meters {
 
     /// Sums every block's counts for `channel`.
     pub(crate) fn sum(&self, channel: usize) -> ChannelSum {
+        let mut outside = lock(&self.outside);
+        outside.retire();
+        // The retired blocks' counts, then every live block's.
         let mut sum = ChannelSum {
             cancelled: self.cancelled[channel].load(Ordering::Relaxed),
             dropped: self.dropped[channel].load(Ordering::Relaxed),
-            ..ChannelSum::default()
-        };
-        let mut add = |counts: &ChannelCounts| {
-            sum.submitted += counts.submitted.get();
-            sum.reentered += counts.reentered.get();
-            sum.taken += counts.taken.get();
-            sum.started += counts.started.get();
-            sum.completed += counts.completed.get();
-            sum.panicked += counts.panicked.get();
-            sum.aborted += counts.aborted.get();
+            ..outside.retired[channel]
         };
         for seat in self.seats.iter() {
-            add(&seat.channels[channel]);
+            sum.add(&seat.channels[channel]);
         }
-        let mut outside = lock(&self.outside);
-        outside.retire();
-        add(&outside.retired[channel]);
         for (_, block) in outside.blocks.iter() {
-            add(&block[channel]);
+            sum.add(&block[channel]);
         }
         for seat in self.seats.iter() {
             let waits = &seat.waits[channel];
@@ -599,6 +574,19 @@ pub(crate) struct ChannelSum {
     pub(crate) waits: [u64; BUCKETS],
     /// The longest sampled wait, µs.
     pub(crate) max_wait: u64,
+}
+
+impl ChannelSum {
+    /// Adds one block's counts for the channel.
+    fn add(&mut self, counts: &ChannelCounts) {
+        self.submitted += counts.submitted.get();
+        self.reentered += counts.reentered.get();
+        self.taken += counts.taken.get();
+        self.started += counts.started.get();
+        self.completed += counts.completed.get();
+        self.panicked += counts.panicked.get();
+        self.aborted += counts.aborted.get();
+    }
 }
 
 /// What the quiet rule of `Pool::metrics` rests on: a seat counts a task,
