@@ -80,10 +80,11 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     /// wait that cannot help) while tasks wait to run: nothing will run
     /// them until one unblocks (rayon's deadlock handler). Called once per
     /// such episode, on the thread that saw it (a worker about to block,
-    /// or a thread that submitted a task); a panic in it is caught and
-    /// logged. Default: logs the report as an error.
+    /// or a thread that submitted a task), after the pool logged the
+    /// report as an error; a panic in it is caught and logged. Default:
+    /// nothing more.
     fn deadlock(&self, report: &DeadlockReport) {
-        log::error!("smartpool: {report}");
+        let _ = report;
     }
 
     /// Options of each level beyond the config, highest level first (a
@@ -103,13 +104,54 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
     /// thread that polled it; the worker goes on. Every task panic is also
     /// logged (a warning, with the channel's key). A panic here is caught
     /// and logged. Default: nothing more.
+    ///
+    /// ```
+    /// use std::any::Any;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use smartpool::prelude::*;
+    /// use smartpool::ThreadConfig;
+    ///
+    /// struct Game { frame: VecDequeChannel, panics: AtomicUsize }
+    ///
+    /// impl PoolBehavior for Game {
+    ///     type ChannelKey = ();
+    ///     fn config(&self) -> PoolConfig<()> {
+    ///         PoolConfig {
+    ///             threads: 1,
+    ///             schedule: ScheduleAlgorithm::HighestFirst,
+    ///             levels: vec![vec![ChannelParams { key: (), complete_on_close: true }]],
+    ///         }
+    ///     }
+    ///     fn channel(&self, _: ()) -> &dyn Channel {
+    ///         &self.frame
+    ///     }
+    ///     fn thread_config(&self) -> ThreadConfig {
+    ///         ThreadConfig::new().name(|index| format!("frame-{index}"))
+    ///     }
+    ///     fn task_panicked(&self, from: Option<()>, _panic: &(dyn Any + Send)) {
+    ///         assert_eq!(from, Some(()));
+    ///         self.panics.fetch_add(1, Ordering::SeqCst);
+    ///     }
+    /// }
+    ///
+    /// let owned = OwnedPool::new(Game { frame: VecDequeChannel::new(), panics: AtomicUsize::new(0) })?;
+    /// let pool = owned.pool.clone();
+    /// drop(pool.frame.exec(run(|| panic!("detached"))));
+    /// let name = pool.frame.exec(run(|| std::thread::current().name().map(str::to_owned)));
+    /// assert_eq!(futures::executor::block_on(name)?.as_deref(), Some("frame-0"));
+    /// // One thread, first in, first out: the panic came first.
+    /// assert_eq!(pool.panics.load(Ordering::SeqCst), 1);
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn task_panicked(&self, from: Option<Self::ChannelKey>, panic: &(dyn Any + Send)) {
         let _ = (from, panic);
     }
 
     /// How the pool's worker threads are named, their stack size, and
     /// hooks run as each starts and stops. Asked once, when the pool
-    /// starts. Default: [`ThreadConfig::default`].
+    /// starts. Default: [`ThreadConfig::default`]. (Example: under
+    /// [`task_panicked`](PoolBehavior::task_panicked).)
     fn thread_config(&self) -> ThreadConfig {
         ThreadConfig::default()
     }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use crate::behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
 };
+use crate::blocking::BlockingConfig;
 use crate::channel::{Channel, VecDequeChannel};
+use crate::core::blocked::DeadlockReport;
 use crate::pool::OwnedPool;
 use crate::thread_config::ThreadConfig;
 
@@ -47,11 +49,16 @@ pub struct Builder {
     /// Per level, if set: its options.
     options: Vec<(usize, LevelOptions)>,
     threads_config: ThreadConfig,
+    blocking: BlockingConfig,
     panic_handler: Option<PanicHandler>,
+    deadlock_handler: Option<DeadlockHandler>,
 }
 
 /// What [`Builder::panic_handler`] keeps.
 type PanicHandler = Arc<dyn Fn(Option<usize>, &(dyn Any + Send)) + Send + Sync>;
+
+/// What [`Builder::deadlock_handler`] keeps.
+type DeadlockHandler = Arc<dyn Fn(&DeadlockReport) + Send + Sync>;
 
 impl Default for Builder {
     fn default() -> Builder {
@@ -70,7 +77,9 @@ impl Builder {
             complete_on_close: Vec::new(),
             options: Vec::new(),
             threads_config: ThreadConfig::default(),
+            blocking: BlockingConfig::default(),
             panic_handler: None,
+            deadlock_handler: None,
         }
     }
 
@@ -114,6 +123,33 @@ impl Builder {
 
     /// Names worker `index`'s thread `name(index)` (see
     /// [`ThreadConfig::name`]; default `smartpool-worker-{index}`).
+    ///
+    /// With the other thread settings:
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use smartpool::prelude::*;
+    ///
+    /// let (up, down) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let (u, d) = (up.clone(), down.clone());
+    /// let owned = smartpool::Builder::new()
+    ///     .threads(2)
+    ///     .thread_name(|index| format!("game-{index}"))
+    ///     .stack_size(8 << 20)
+    ///     .on_thread_start(move |_index| { u.fetch_add(1, Ordering::SeqCst); })
+    ///     .on_thread_stop(move |_index| { d.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()?;
+    /// let name = owned.pool.level(0).exec(run(|| {
+    ///     std::thread::current().name().map(str::to_owned)
+    /// }));
+    /// let name = futures::executor::block_on(name)?.unwrap();
+    /// assert!(name == "game-0" || name == "game-1");
+    /// owned.close().wait();
+    /// // Close resolves after every worker's stop hook.
+    /// assert_eq!((up.load(Ordering::SeqCst), down.load(Ordering::SeqCst)), (2, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn thread_name(
         mut self,
         name: impl Fn(usize) -> String + Send + Sync + 'static,
@@ -143,15 +179,82 @@ impl Builder {
         self
     }
 
+    /// How the pool's blocking threads are bounded (default:
+    /// [`BlockingConfig::default`]; see [`PoolBehavior::blocking`]).
+    pub fn blocking(mut self, config: BlockingConfig) -> Builder {
+        self.blocking = config;
+        self
+    }
+
     /// Calls `handler(level, payload)` when a task panics while nobody
     /// holds its `JoinHandle` (rayon's `panic_handler`; see
     /// [`PoolBehavior::task_panicked`]). `level` is `None` for a blocking
     /// task. Every task panic is logged either way.
+    ///
+    /// ```
+    /// use std::sync::{mpsc, Mutex};
+    /// use smartpool::prelude::*;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = Mutex::new(tx);
+    /// let owned = smartpool::Builder::new()
+    ///     .levels(2)
+    ///     .panic_handler(move |level, payload| {
+    ///         let message = payload.downcast_ref::<&str>().copied().unwrap_or("?");
+    ///         let _ = tx.lock().unwrap().send((level, message.to_owned()));
+    ///     })
+    ///     .build()?;
+    /// // Detached: the handle is dropped at once.
+    /// drop(owned.pool.level(1).exec(run(|| panic!("out of coffee"))));
+    /// assert_eq!(rx.recv()?, (Some(1), "out of coffee".to_owned()));
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn panic_handler(
         mut self,
         handler: impl Fn(Option<usize>, &(dyn Any + Send)) + Send + Sync + 'static,
     ) -> Builder {
         self.panic_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Calls `handler(report)` when every worker thread is blocked while
+    /// tasks wait to run (rayon's `deadlock_handler`; see
+    /// [`PoolBehavior::deadlock`]). The report is logged as an error either
+    /// way.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use smartpool::prelude::*;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let owned = smartpool::Builder::new()
+    ///     .threads(1)
+    ///     // No stand-in for a worker inside `block_in_place`.
+    ///     .blocking(smartpool::BlockingConfig { stand_ins: false, ..Default::default() })
+    ///     .deadlock_handler(move |report| {
+    ///         let _ = tx.lock().unwrap().send(report.queued_channels().to_vec());
+    ///     })
+    ///     .build()?;
+    /// let pool = &owned.pool;
+    /// // The only worker blocks without a stand-in until the queued task
+    /// // has run: nothing can run it.
+    /// let (go, wait) = mpsc::channel::<()>();
+    /// pool.level(0).exec(run(move || {
+    ///     smartpool::block_in_place(|| wait.recv().ok());
+    /// }));
+    /// pool.level(0).exec(run(|| ()));
+    /// assert_eq!(rx.recv()?, vec!["0".to_string()]);
+    /// drop(go);
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn deadlock_handler(
+        mut self,
+        handler: impl Fn(&DeadlockReport) + Send + Sync + 'static,
+    ) -> Builder {
+        self.deadlock_handler = Some(Arc::new(handler));
         self
     }
 
@@ -203,7 +306,9 @@ impl Builder {
             config,
             options,
             threads: self.threads_config,
+            blocking: self.blocking,
             panic_handler: self.panic_handler,
+            deadlock_handler: self.deadlock_handler,
         })
     }
 }
@@ -211,12 +316,31 @@ impl Builder {
 /// The behavior of a pool made by [`Builder`]: one FIFO channel per
 /// level, keyed by the level's index (0 the highest). A pool derefs to it:
 /// `pool.level(1).exec(..)`.
+///
+/// ```
+/// use smartpool::prelude::*;
+///
+/// let owned = smartpool::Builder::new().levels(2).threads(1).build()?;
+/// let pool = &owned.pool;
+/// assert_eq!(pool.levels(), 2);
+/// // Children at the parent's level: `current_key` is the level index.
+/// let child = pool.level(1).exec(async {
+///     let pool = smartpool::Pool::<smartpool::Leveled>::current().unwrap();
+///     let level = pool.current_key().unwrap();
+///     pool.level(level).exec(run(move || level)).await
+/// });
+/// assert_eq!(owned.block_on(child)??, 1);
+/// owned.close().wait();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Leveled {
     channels: Box<[VecDequeChannel]>,
     config: PoolConfig<usize>,
     options: Vec<LevelOptions>,
     threads: ThreadConfig,
+    blocking: BlockingConfig,
     panic_handler: Option<PanicHandler>,
+    deadlock_handler: Option<DeadlockHandler>,
 }
 
 impl Leveled {
@@ -260,9 +384,19 @@ impl PoolBehavior for Leveled {
         self.threads.clone()
     }
 
+    fn blocking(&self) -> BlockingConfig {
+        self.blocking.clone()
+    }
+
     fn task_panicked(&self, from: Option<usize>, panic: &(dyn Any + Send)) {
         if let Some(handler) = &self.panic_handler {
             handler(from, panic);
+        }
+    }
+
+    fn deadlock(&self, report: &DeadlockReport) {
+        if let Some(handler) = &self.deadlock_handler {
+            handler(report);
         }
     }
 }
@@ -276,7 +410,9 @@ impl fmt::Debug for Builder {
             .field("complete_on_close", &self.complete_on_close)
             .field("options", &self.options)
             .field("thread_config", &self.threads_config)
+            .field("blocking", &self.blocking)
             .field("panic_handler", &self.panic_handler.is_some())
+            .field("deadlock_handler", &self.deadlock_handler.is_some())
             .finish()
     }
 }
@@ -288,7 +424,9 @@ impl fmt::Debug for Leveled {
             .field("config", &self.config)
             .field("options", &self.options)
             .field("thread_config", &self.threads)
+            .field("blocking", &self.blocking)
             .field("panic_handler", &self.panic_handler.is_some())
+            .field("deadlock_handler", &self.deadlock_handler.is_some())
             .finish()
     }
 }

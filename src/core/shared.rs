@@ -228,9 +228,10 @@ impl Shared {
             return;
         };
         let report = DeadlockReport { workers, queued };
-        match self.on_deadlock.get() {
-            Some(handler) => handler(&report),
-            None => log::error!("smartpool: {report}"),
+        // Logged whatever the behavior's handler does with it.
+        log::error!("smartpool: {report}");
+        if let Some(handler) = self.on_deadlock.get() {
+            handler(&report);
         }
     }
 

@@ -505,6 +505,18 @@ impl CloseReport {
 impl CloseTimeout {
     /// Blocks the calling thread until the pool has closed, and returns
     /// the report (see [`Close::wait`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use smartpool::prelude::*;
+    ///
+    /// let owned = smartpool::Builder::new().threads(1).build()?;
+    /// let done = owned.pool.level(0).exec(run(|| "done"));
+    /// let report = owned.close_timeout(Duration::from_secs(5)).wait();
+    /// assert_eq!(report.aborted(), 0);
+    /// assert_eq!(futures::executor::block_on(done)?, "done");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait(self) -> CloseReport {
         futures::executor::block_on(self)
     }

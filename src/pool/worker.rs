@@ -36,7 +36,7 @@ pub(super) fn run<B: PoolBehavior>(
     local.stack_budget.set(help_stack_budget(config.stack_size));
     let address = Arc::as_ptr(&pool).cast::<()>();
     let (local, entered) = local.enter(address, pool.shared.clone(), Box::new(hooks));
-    log::debug!("smartpool: worker {index} started");
+    log::debug!("smartpool: pool {} worker {index} started", pool.shared.id);
     ThreadConfig::call(&config.on_start, index, "on_start");
     let pool = &pool;
     // Tasks, followups and channels' `push`, `pop` and `may_have_tasks`
@@ -68,7 +68,7 @@ pub(super) fn run<B: PoolBehavior>(
     // Before this worker counts as exited: close resolves after every
     // worker's hook, and its join of the threads stays immediate.
     ThreadConfig::call(&config.on_stop, index, "on_stop");
-    log::debug!("smartpool: worker {index} stopped");
+    log::debug!("smartpool: pool {} worker {index} stopped", pool.shared.id);
     let shared = &pool.shared;
     if shared.close.worker_exited() {
         // Pairs with the post fence of a push that raced termination (see
