@@ -62,10 +62,10 @@ use crate::queue::SpatialQueue;
 /// that region's edge each time (see [`SpatialQueue`]'s cost notes, measured). Tasks at equal distances run in an
 /// unspecified order; none is lost.
 ///
-/// The focus is lock-free for points of at most 8 bytes (`[f32; 2]`) and
-/// points whose size and alignment match a native atomic; other points
-/// (`[f32; 3]`, `[f64; 2]`, `[f64; 3]`) are copied under a short spinlock of
-/// the `atomic` crate, never the queue's lock. See
+/// The focus is lock-free for points of 8 bytes (`[f32; 2]`) and points
+/// whose size matches a native atomic; other points (`[f32; 3]`,
+/// `[f64; 2]`, `[f64; 3]`) are copied under a short global sequence lock
+/// (crossbeam's `AtomicCell`), never the queue's lock. See
 /// [`SpatialChannel::focus_is_lock_free`].
 ///
 /// One index behind a mutex, like
@@ -105,8 +105,8 @@ impl<P: SpatialPoint> SpatialChannel<P> {
 
     /// Moves the focus: from the next pop on, the task nearest to `focus`
     /// runs first (for a pop that happens after this call). One store, never
-    /// the queue's lock (a plain atomic for points of 8 bytes, the `atomic`
-    /// crate's short spinlock for larger ones; see
+    /// the queue's lock (a native atomic for points of 8 bytes, a short
+    /// global sequence lock for larger ones; see
     /// [`SpatialChannel::focus_is_lock_free`]); rebuilds nothing; from any
     /// thread, a task of this channel included.
     pub fn set_focus(&self, focus: P) {
@@ -119,10 +119,11 @@ impl<P: SpatialPoint> SpatialChannel<P> {
     }
 
     /// Whether [`set_focus`](SpatialChannel::set_focus) and the focus read of
-    /// each pop are lock-free for this point type: true for points of at
-    /// most 8 bytes (`[f32; 2]`) and for points whose size and alignment
-    /// match a native atomic; otherwise the `atomic` crate's fallback copies
-    /// the point under a short global spinlock.
+    /// each pop are lock-free for this point type: true for points of 8
+    /// bytes (`[f32; 2]`) and for points whose size and alignment match a
+    /// native atomic; otherwise crossbeam's `AtomicCell` copies the point
+    /// under a short global sequence lock (a load retries rather than
+    /// waits).
     pub const fn focus_is_lock_free() -> bool {
         Focus::<P>::is_lock_free()
     }

@@ -14,14 +14,15 @@
 //! * [`SpatialChannel::set_focus`] moves the focus: one store, from any
 //!   thread (a task of the channel included), never the queue's lock and
 //!   no rebuild; a pop that happens after it honours it. The store is a
-//!   plain atomic for points of 8 bytes (`[f32; 2]`); larger points take
-//!   the `atomic` crate's short spinlock for the copy.
+//!   native atomic for points of 8 bytes (`[f32; 2]`); larger points take
+//!   a short global sequence lock for the copy (crossbeam's `AtomicCell`).
 //! * Tasks that come without a point (a future woken and handed back by
 //!   followup, or a one-argument `exec`) have already started or have no
 //!   place: they run first, first in, first out (so a stream of them, such
 //!   as futures that keep yielding, holds back every placed task).
 //! * Points are 2-D or 3-D, `f32` or `f64`: any [`SpatialPoint`], `[f32; 3]`
-//!   unless you say otherwise.
+//!   unless you say otherwise. A point type of your own implements
+//!   [`rstar::Point`] and `Copy`, nothing more.
 //! * [`SpatialQueue`] is the index alone (an rstar R*-tree with
 //!   nearest-neighbour removal, and a batch of the items nearest a focus
 //!   that stays put), for use outside a pool.
@@ -85,9 +86,8 @@ pub use channel::SpatialChannel;
 pub use point::SpatialPoint;
 pub use queue::SpatialQueue;
 
-/// The crates in [`SpatialPoint`]'s bounds, re-exported for defining point
-/// types of your own (implement [`rstar::Point`], derive
-/// [`bytemuck::Pod`]).
-pub use {bytemuck, rstar};
+/// The crate in [`SpatialPoint`]'s bounds, re-exported for defining point
+/// types of your own (implement [`rstar::Point`]).
+pub use rstar;
 
 pub use smartpool;

@@ -23,26 +23,54 @@
 //! position runs after the well-placed ones) and clamps the rest; real
 //! coordinates (anything below about 10³⁷ in `f32`) pass unchanged.
 
-use bytemuck::Pod;
 use num_traits::{Float, Zero};
 
 /// A point type a [`SpatialChannel`](crate::SpatialChannel) can order tasks
-/// by: an [`rstar::Point`] with floating-point coordinates that is plain data
-/// ([`bytemuck::Pod`], so that the focus can live in an atomic cell), and
-/// whose scalar is `Send + Sync` (the queue keeps distances beside its
-/// items).
+/// by: an [`rstar::Point`] with floating-point coordinates, `Copy` (the
+/// focus lives in an atomic cell), `Send + Sync`, whose scalar is
+/// `Send + Sync` too (the queue keeps distances beside its items).
 ///
 /// Implemented for every such type, among them `[f32; 2]`, `[f32; 3]`,
 /// `[f64; 2]` and `[f64; 3]`. Your own point type qualifies once it
-/// implements [`rstar::Point`] and derives `Pod`; its accessors (`nth`,
-/// `generate`) run under the channel's lock and must not panic.
+/// implements [`rstar::Point`] and `Copy`; its accessors (`nth`, `generate`) run under
+/// the channel's lock and must not panic.
+///
+/// ```
+/// use smartpool_spatial::{rstar, SpatialPoint};
+///
+/// #[derive(Clone, Copy, PartialEq, Debug)]
+/// struct Tile {
+///     x: f32,
+///     y: f32,
+/// }
+///
+/// impl rstar::Point for Tile {
+///     type Scalar = f32;
+///     const DIMENSIONS: usize = 2;
+///
+///     fn generate(mut f: impl FnMut(usize) -> f32) -> Tile {
+///         Tile { x: f(0), y: f(1) }
+///     }
+///     fn nth(&self, index: usize) -> f32 {
+///         if index == 0 { self.x } else { self.y }
+///     }
+///     fn nth_mut(&mut self, index: usize) -> &mut f32 {
+///         if index == 0 { &mut self.x } else { &mut self.y }
+///     }
+/// }
+///
+/// fn spatial<P: SpatialPoint>() {}
+/// spatial::<Tile>();
+/// // Two `f32`: the focus is one native atomic word.
+/// assert!(smartpool_spatial::SpatialChannel::<Tile>::focus_is_lock_free());
+/// ```
 pub trait SpatialPoint:
-    rstar::Point<Scalar: Float + Send + Sync> + Pod + Send + Sync + 'static
+    rstar::Point<Scalar: Float + Send + Sync> + Copy + Send + Sync + 'static
 {
 }
 
 impl<P> SpatialPoint for P where
-    P: rstar::Point<Scalar: Float + Send + Sync> + Pod + Send + Sync + 'static
+    P: rstar::Point<Scalar: Float + Send + Sync> + Copy + Send + Sync + 'static
 {
 }
 
