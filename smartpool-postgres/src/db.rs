@@ -1,0 +1,59 @@
+//! The crate's database threads: each runs a current-thread tokio
+//! runtime with one connection, whose asynchronous messages (the
+//! notifications of `LISTEN`) are forwarded to the thread's main loop.
+
+use std::future::Future;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+use crate::Error;
+
+/// Starts a thread named `name` that runs `main` to its end.
+pub(crate) fn spawn<F>(name: String, main: F) -> Result<std::thread::JoinHandle<()>, Error>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime");
+            runtime.block_on(main);
+        })
+        .map_err(Error::Thread)
+}
+
+/// A connection: its client, and the payloads of the notifications it
+/// receives (the stream ends when the connection does).
+pub(crate) struct Connection {
+    pub(crate) client: Client,
+    pub(crate) notes: mpsc::UnboundedReceiver<String>,
+}
+
+/// Connects to `url`, installs the schema if missing, and drives the
+/// connection on the current runtime.
+pub(crate) async fn connect(url: &str) -> Result<Connection, Error> {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+    let (tx, notes) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(note)) => {
+                    let _ = tx.send(note.payload().to_owned());
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("smartpool-postgres: connection lost: {e}");
+                    break;
+                }
+            }
+        }
+    });
+    crate::schema::install(&client).await?;
+    Ok(Connection { client, notes })
+}

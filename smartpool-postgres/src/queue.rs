@@ -1,0 +1,207 @@
+//! [`Queue`]: enqueue jobs and look at them, from any process, with or
+//! without a pool, through a database thread of its own.
+
+use std::time::SystemTime;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::db::{self, Connection};
+use crate::job::{JobRow, JobState, NewJob};
+use crate::Error;
+
+/// What the queue's thread is asked.
+enum Request {
+    Enqueue(NewJob, oneshot::Sender<Result<i64, Error>>),
+    SetLevel(i64, i32, oneshot::Sender<Result<bool, Error>>),
+    Job(i64, oneshot::Sender<Result<Option<JobRow>, Error>>),
+    Counts(oneshot::Sender<Result<Vec<(JobState, i64)>, Error>>),
+}
+
+/// A handle to the jobs table: enqueue, move a queued job to another
+/// level, look at a job. Each call is answered by the queue's own
+/// database thread; the blocking calls wait for it, the `_async` ones
+/// return a future to await in a task (a pool's worker waits for nothing).
+/// A call made while the server is away fails with [`Error::Db`]; the next
+/// one reconnects.
+#[derive(Debug)]
+pub struct Queue {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Request")
+    }
+}
+
+impl Queue {
+    /// Connects to the server at `url` (a tokio-postgres connection
+    /// string, e.g. `host=/tmp port=5432 user=postgres dbname=jobs`) and
+    /// creates the table if it is missing.
+    pub fn connect(url: &str) -> Result<Queue, Error> {
+        let (requests, rx) = mpsc::unbounded_channel();
+        let (ready, connected) = oneshot::channel();
+        let url = url.to_owned();
+        db::spawn("smartpool-postgres-queue".into(), serve(url, rx, ready))?;
+        futures::executor::block_on(connected).map_err(|_| Error::Stopped)??;
+        Ok(Queue { requests })
+    }
+
+    /// Enqueues `job`; returns its id.
+    pub fn enqueue(&self, job: NewJob) -> Result<i64, Error> {
+        futures::executor::block_on(self.enqueue_async(job))
+    }
+
+    /// Enqueues `job`; resolves to its id.
+    pub fn enqueue_async(
+        &self,
+        job: NewJob,
+    ) -> impl std::future::Future<Output = Result<i64, Error>> + Send + 'static {
+        self.ask(|tx| Request::Enqueue(job, tx))
+    }
+
+    /// Moves job `id` to `level` if it is still queued (it takes effect on
+    /// the next claim); returns whether it was.
+    pub fn set_level(&self, id: i64, level: i32) -> Result<bool, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::SetLevel(id, level, tx)))
+    }
+
+    /// Job `id`'s row, if it is still in the table.
+    pub fn job(&self, id: i64) -> Result<Option<JobRow>, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::Job(id, tx)))
+    }
+
+    /// How many jobs are in each state.
+    pub fn counts(&self) -> Result<Vec<(JobState, i64)>, Error> {
+        futures::executor::block_on(self.ask(Request::Counts))
+    }
+
+    fn ask<T: Send + 'static>(
+        &self,
+        request: impl FnOnce(oneshot::Sender<Result<T, Error>>) -> Request,
+    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.requests.send(request(tx)).is_ok();
+        async move {
+            if !sent {
+                return Err(Error::Stopped);
+            }
+            rx.await.map_err(|_| Error::Stopped)?
+        }
+    }
+}
+
+/// The queue's thread: answers requests until every `Queue` handle is
+/// gone, reconnecting when a request finds the connection closed.
+async fn serve(
+    url: String,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    ready: oneshot::Sender<Result<(), Error>>,
+) {
+    let mut connection = match db::connect(&url).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    while let Some(request) = requests.recv().await {
+        if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
+            connection = match db::connect(&url).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    fail(request, e);
+                    continue;
+                }
+            };
+        }
+        if let Some(connection) = &connection {
+            answer(connection, request).await;
+        }
+    }
+}
+
+/// Answers `request` on `connection`.
+async fn answer(connection: &Connection, request: Request) {
+    let client = &connection.client;
+    match request {
+        Request::Enqueue(job, tx) => {
+            let run_at = job.run_at.unwrap_or_else(SystemTime::now);
+            let id = client
+                .query_one(
+                    "INSERT INTO smartpool_jobs (kind, payload, level, run_at, deadline, max_attempts) \
+                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                    &[&job.kind, &job.payload, &job.level, &run_at, &job.deadline, &job.max_attempts],
+                )
+                .await
+                .map(|row| row.get::<_, i64>(0))
+                .map_err(Error::from);
+            let _ = tx.send(id);
+        }
+        Request::SetLevel(id, level, tx) => {
+            let moved = client
+                .execute(
+                    "UPDATE smartpool_jobs SET level = $2 WHERE id = $1 AND state = 'queued'",
+                    &[&id, &level],
+                )
+                .await
+                .map(|n| n == 1)
+                .map_err(Error::from);
+            let _ = tx.send(moved);
+        }
+        Request::Job(id, tx) => {
+            let row = client
+                .query_opt(
+                    "SELECT id, kind, level, state, attempts, last_error, locked_by \
+                     FROM smartpool_jobs WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(Error::from)
+                .and_then(|row| row.map(|row| job_row(&row)).transpose());
+            let _ = tx.send(row);
+        }
+        Request::Counts(tx) => {
+            let counts = client
+                .query(
+                    "SELECT state, count(*) FROM smartpool_jobs GROUP BY state ORDER BY state",
+                    &[],
+                )
+                .await
+                .map_err(Error::from)
+                .and_then(|rows| {
+                    rows.iter()
+                        .map(|row| Ok((state(row.get(0))?, row.get::<_, i64>(1))))
+                        .collect()
+                });
+            let _ = tx.send(counts);
+        }
+    }
+}
+
+fn state(s: &str) -> Result<JobState, Error> {
+    JobState::parse(s).ok_or_else(|| Error::Config(format!("a row in an unknown state: {s:?}")))
+}
+
+fn job_row(row: &tokio_postgres::Row) -> Result<JobRow, Error> {
+    Ok(JobRow {
+        id: row.get(0),
+        kind: row.get(1),
+        level: row.get(2),
+        state: state(row.get(3))?,
+        attempts: row.get(4),
+        last_error: row.get(5),
+        locked_by: row.get(6),
+    })
+}
+
+/// Answers `request` with `error` (the server could not be reached).
+fn fail(request: Request, error: Error) {
+    match request {
+        Request::Enqueue(_, tx) => drop(tx.send(Err(error))),
+        Request::SetLevel(_, _, tx) => drop(tx.send(Err(error))),
+        Request::Job(_, tx) => drop(tx.send(Err(error))),
+        Request::Counts(tx) => drop(tx.send(Err(error))),
+    }
+}

@@ -1,0 +1,49 @@
+//! The table, its claim index and its notify trigger, created once per
+//! database by whoever connects first (under an advisory lock, so that
+//! processes starting together do not race on `CREATE`).
+
+use tokio_postgres::Client;
+
+/// The channel `LISTEN`ed to for new and re-queued jobs.
+pub(crate) const CHANNEL: &str = "smartpool_jobs";
+
+/// Every statement that makes the schema; each is idempotent.
+const SCHEMA: &str = r#"
+SELECT pg_advisory_xact_lock(7311931);
+CREATE TABLE IF NOT EXISTS smartpool_jobs (
+    id            BIGSERIAL PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    payload       BYTEA NOT NULL DEFAULT '',
+    level         INT NOT NULL DEFAULT 0,
+    run_at        TIMESTAMPTZ NOT NULL DEFAULT now(),
+    deadline      TIMESTAMPTZ,
+    attempts      INT NOT NULL DEFAULT 0,
+    max_attempts  INT NOT NULL DEFAULT 5,
+    state         TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (state IN ('queued', 'running', 'done', 'dead')),
+    locked_by     TEXT,
+    locked_until  TIMESTAMPTZ,
+    last_error    TEXT,
+    enqueued_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    finished_at   TIMESTAMPTZ
+);
+CREATE INDEX IF NOT EXISTS smartpool_jobs_claim
+    ON smartpool_jobs (level, deadline, id) WHERE state IN ('queued', 'running');
+CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('smartpool_jobs', NEW.level::text);
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+CREATE OR REPLACE TRIGGER smartpool_jobs_notify
+    AFTER INSERT OR UPDATE OF level, state, run_at ON smartpool_jobs
+    FOR EACH ROW WHEN (NEW.state = 'queued')
+    EXECUTE FUNCTION smartpool_jobs_notify();
+"#;
+
+/// Creates what is missing of the schema.
+pub(crate) async fn install(client: &Client) -> Result<(), tokio_postgres::Error> {
+    client
+        .batch_execute(&format!("BEGIN; {SCHEMA} COMMIT;"))
+        .await
+}

@@ -1,0 +1,633 @@
+//! [`Worker`]: a pool serving levels of the jobs table (the crate doc
+//! has the protocol). Its database thread claims, renews leases and
+//! writes outcomes; the pool's workers run the handlers.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use futures::FutureExt;
+use smartpool::{Exec, Pool, PoolBehavior};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::db::{self, Connection};
+use crate::job::Job;
+use crate::registry::Registry;
+use crate::Error;
+
+/// How a [`Worker`] serves the table.
+///
+/// ```
+/// use std::time::Duration;
+/// use smartpool_postgres::ServeOptions;
+///
+/// let options = ServeOptions::new([0, 1, 2])
+///     .capacity(8)
+///     .lease(Duration::from_secs(30))
+///     .poll(Duration::from_secs(2))
+///     .keep_done(true);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    levels: Vec<i32>,
+    capacity: Option<usize>,
+    lease: Duration,
+    poll: Duration,
+    keep_done: bool,
+    backoff: Duration,
+    max_backoff: Duration,
+}
+
+impl ServeOptions {
+    /// Serve the jobs of these levels. Defaults: capacity the pool's
+    /// worker threads, a lease of 30 s, a look every 2 s, finished jobs
+    /// deleted, retries after 1 s doubling up to 5 min.
+    pub fn new(levels: impl IntoIterator<Item = i32>) -> ServeOptions {
+        ServeOptions {
+            levels: levels.into_iter().collect(),
+            capacity: None,
+            lease: Duration::from_secs(30),
+            poll: Duration::from_secs(2),
+            keep_done: false,
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+
+    /// The most jobs the pool holds at once (claimed and not finished).
+    pub fn capacity(mut self, jobs: usize) -> ServeOptions {
+        self.capacity = Some(jobs);
+        self
+    }
+
+    /// How long a claim holds a job without a renewal (renewed every
+    /// third of it while the job runs). A worker that dies holds its jobs
+    /// this long.
+    pub fn lease(mut self, lease: Duration) -> ServeOptions {
+        self.lease = lease;
+        self
+    }
+
+    /// How often the worker looks for jobs without being notified: jobs
+    /// that became due, leases that expired.
+    pub fn poll(mut self, every: Duration) -> ServeOptions {
+        self.poll = every;
+        self
+    }
+
+    /// Keep finished jobs as `done` rows instead of deleting them.
+    pub fn keep_done(mut self, keep: bool) -> ServeOptions {
+        self.keep_done = keep;
+        self
+    }
+
+    /// A failed attempt's job waits `first` before the next, twice as
+    /// long after each further failure, at most `max`.
+    pub fn backoff(mut self, first: Duration, max: Duration) -> ServeOptions {
+        self.backoff = first;
+        self.max_backoff = max;
+        self
+    }
+}
+
+/// How a job's attempt ended, as its task reports it.
+#[derive(Debug)]
+enum Outcome {
+    Done,
+    Failed(String),
+    /// Never to be retried: no handler, or the last attempt's lease ran out.
+    Dead(String),
+    /// Dropped before it ended: queued again, the attempt not counted.
+    Released,
+}
+
+/// A job's task, boxed.
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Puts a job's task on the channel of its level; gives it back if the
+/// pool refuses it.
+type Submit = Box<dyn Fn(i32, Task) -> Result<(), Task> + Send + Sync>;
+
+/// A pool serving levels of the jobs table: see the crate doc.
+#[derive(Debug)]
+pub struct Worker {
+    id: String,
+    close: Option<mpsc::UnboundedSender<oneshot::Sender<()>>>,
+}
+
+impl Worker {
+    /// Serves `options`' levels of the table at `url` on `pool`: a job of
+    /// level `l` runs as a task on the channel `route(l)`, by the handler
+    /// `registry` has for its kind. Connects (creating the table if it is
+    /// missing) before it returns.
+    pub fn serve<B: PoolBehavior>(
+        url: &str,
+        pool: &Arc<Pool<B>>,
+        route: impl Fn(i32) -> B::ChannelKey + Send + Sync + 'static,
+        registry: Registry,
+        options: ServeOptions,
+    ) -> Result<Worker, Error> {
+        if options.levels.is_empty() {
+            return Err(Error::Config("ServeOptions names no level to serve".into()));
+        }
+        let keys: Vec<B::ChannelKey> = pool
+            .config()
+            .levels
+            .iter()
+            .flatten()
+            .map(|params| params.key)
+            .collect();
+        for &level in &options.levels {
+            let key = route(level);
+            if !keys.contains(&key) {
+                return Err(Error::Config(format!(
+                    "level {level} routes to channel {key:?}, which is not in the pool's config"
+                )));
+            }
+        }
+        let capacity = options.capacity.unwrap_or(pool.threads()).max(1);
+        let pool = pool.clone();
+        let submit: Submit = Box::new(move |level, task| {
+            match pool.channel(route(level)).try_exec(task) {
+                Ok(handle) => {
+                    drop(handle); // detached: the task reports its outcome
+                    Ok(())
+                }
+                Err(rejected) => Err(rejected.into_inner()),
+            }
+        });
+        static WORKERS: AtomicU64 = AtomicU64::new(0);
+        let started = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        let id = format!(
+            "pid{}-{}-{started}",
+            std::process::id(),
+            WORKERS.fetch_add(1, Ordering::Relaxed)
+        );
+        let (close, close_rx) = mpsc::unbounded_channel();
+        let (ready, connected) = oneshot::channel();
+        let (outcomes, outcomes_rx) = mpsc::unbounded_channel();
+        let fetcher = Fetcher {
+            url: url.to_owned(),
+            me: id.clone(),
+            capacity,
+            options,
+            registry: Arc::new(registry),
+            submit,
+            outcomes,
+            held: HashMap::new(),
+            pending: VecDeque::new(),
+        };
+        db::spawn(
+            "smartpool-postgres-worker".into(),
+            fetcher.run(ready, outcomes_rx, close_rx),
+        )?;
+        futures::executor::block_on(connected).map_err(|_| Error::Stopped)??;
+        Ok(Worker {
+            id,
+            close: Some(close),
+        })
+    }
+
+    /// This worker's name in the table's `locked_by`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Stops claiming; resolves once every job this worker holds has
+    /// finished or been released, and their outcomes are written (while
+    /// the server is away, it waits for it). Close the worker before the
+    /// pool to let held jobs finish; closing the pool first drops the
+    /// jobs of levels that do not complete on close, which releases them.
+    pub fn close(mut self) -> WorkerClose {
+        let (tx, rx) = oneshot::channel();
+        if let Some(close) = self.close.take() {
+            let _ = close.send(tx);
+        }
+        WorkerClose(rx)
+    }
+}
+
+impl Drop for Worker {
+    /// Closes without waiting.
+    fn drop(&mut self) {
+        if let Some(close) = self.close.take() {
+            let (tx, _) = oneshot::channel();
+            let _ = close.send(tx);
+        }
+    }
+}
+
+/// The end of [`Worker::close`]: a future, or [`WorkerClose::wait`].
+#[derive(Debug)]
+pub struct WorkerClose(oneshot::Receiver<()>);
+
+impl WorkerClose {
+    /// Blocks until the worker has closed.
+    pub fn wait(self) {
+        futures::executor::block_on(self)
+    }
+}
+
+impl Future for WorkerClose {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // An error means the thread is gone: closed all the same.
+        Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
+}
+
+/// Reports a job's outcome once: as its task said, or, if the task is
+/// dropped first, released (or failed, if it unwinds).
+struct Report {
+    id: i64,
+    outcomes: mpsc::UnboundedSender<(i64, Outcome)>,
+    sent: bool,
+}
+
+impl Report {
+    fn send(mut self, outcome: Outcome) {
+        self.sent = true;
+        let _ = self.outcomes.send((self.id, outcome));
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if !self.sent {
+            let outcome = if std::thread::panicking() {
+                Outcome::Failed("the job's task panicked".into())
+            } else {
+                Outcome::Released
+            };
+            let _ = self.outcomes.send((self.id, outcome));
+        }
+    }
+}
+
+/// The task that runs `job` by its handler and reports how it ended.
+fn job_task(registry: Arc<Registry>, job: Job, report: Report) -> Task {
+    Box::pin(async move {
+        let report = report;
+        let id = job.id;
+        let run = AssertUnwindSafe(async move {
+            match registry.start(job) {
+                Some(handler) => handler.await,
+                None => unreachable!("claimed only with a handler"),
+            }
+        });
+        let outcome = match run.catch_unwind().await {
+            Ok(Ok(())) => Outcome::Done,
+            Ok(Err(e)) => Outcome::Failed(e.0),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-string payload".into());
+                log::warn!("smartpool-postgres: job {id}'s handler panicked: {message}");
+                Outcome::Failed(format!("the handler panicked: {message}"))
+            }
+        };
+        report.send(outcome);
+    })
+}
+
+/// The worker's database thread.
+struct Fetcher {
+    url: String,
+    me: String,
+    capacity: usize,
+    options: ServeOptions,
+    registry: Arc<Registry>,
+    submit: Submit,
+    outcomes: mpsc::UnboundedSender<(i64, Outcome)>,
+    /// Jobs claimed and not yet reported, by id.
+    held: HashMap<i64, ()>,
+    /// Outcomes reported and not yet written.
+    pending: VecDeque<(i64, Outcome)>,
+}
+
+const CLAIM: &str = "\
+WITH picked AS (
+    SELECT id FROM smartpool_jobs
+    WHERE level = ANY($1)
+      AND ((state = 'queued' AND run_at <= now())
+        OR (state = 'running' AND (locked_until IS NULL OR locked_until < now())))
+    ORDER BY level, deadline, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+UPDATE smartpool_jobs j
+SET state = 'running', locked_by = $3,
+    locked_until = now() + make_interval(secs => $4), attempts = j.attempts + 1
+FROM picked WHERE j.id = picked.id
+RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts";
+
+const RENEW: &str = "\
+UPDATE smartpool_jobs SET locked_until = now() + make_interval(secs => $3)
+WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'";
+
+const DONE_DELETE: &str =
+    "DELETE FROM smartpool_jobs WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+
+const DONE_KEEP: &str = "\
+UPDATE smartpool_jobs SET state = 'done', locked_until = NULL, finished_at = now()
+WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+
+const FAILED: &str = "\
+UPDATE smartpool_jobs SET
+    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
+    run_at = CASE WHEN attempts >= max_attempts THEN run_at
+             ELSE now() + make_interval(secs => least($4 * power(2, attempts - 1), $5)) END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+    locked_until = NULL, last_error = $3
+WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+
+const DEAD: &str = "\
+UPDATE smartpool_jobs SET state = 'dead', finished_at = now(), locked_until = NULL, last_error = $3
+WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+
+const RELEASED: &str = "\
+UPDATE smartpool_jobs SET state = 'queued', attempts = attempts - 1, locked_until = NULL
+WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+
+/// Why a statement did not go through.
+enum Failure {
+    /// The connection is gone: keep what was to be written, reconnect.
+    Disconnected,
+    /// The server refused it (logged).
+    Refused,
+}
+
+impl Fetcher {
+    async fn run(
+        mut self,
+        ready: oneshot::Sender<Result<(), Error>>,
+        mut outcomes: mpsc::UnboundedReceiver<(i64, Outcome)>,
+        mut close: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ) {
+        let mut connection = match self.connect().await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let mut closing: Option<Vec<oneshot::Sender<()>>> = None;
+        // Whether a claim may find jobs: after a notice, a poll, a full
+        // claim, or a job let go.
+        let mut backlog = true;
+        let mut retry = Duration::from_millis(50);
+        let renew_every = self.options.lease / 3;
+        let mut next_renew = Instant::now() + renew_every;
+        let mut next_poll = Instant::now() + self.options.poll;
+        loop {
+            // Connected, or try to be.
+            if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
+                connection = match self.connect().await {
+                    Ok(c) => {
+                        log::info!("smartpool-postgres: worker {} reconnected", self.me);
+                        retry = Duration::from_millis(50);
+                        backlog = true;
+                        Some(c)
+                    }
+                    Err(e) => {
+                        log::warn!(
+                            "smartpool-postgres: worker {}: no connection ({e}); again in {retry:?}",
+                            self.me
+                        );
+                        None
+                    }
+                };
+            }
+            if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
+                if self.write_outcomes(c).await.is_err()
+                    || (closing.is_none() && backlog && self.claim(c, &mut backlog).await.is_err())
+                {
+                    continue; // the connection is gone: reconnect first
+                }
+            }
+            if let Some(waiters) = &mut closing {
+                if self.held.is_empty() && self.pending.is_empty() {
+                    for waiter in waiters.drain(..) {
+                        let _ = waiter.send(());
+                    }
+                    log::debug!("smartpool-postgres: worker {} closed", self.me);
+                    return;
+                }
+            }
+            let connected = connection.as_ref().is_some_and(|c| !c.client.is_closed());
+            let wake_at = if connected {
+                next_renew.min(next_poll)
+            } else {
+                Instant::now() + retry
+            };
+            tokio::select! {
+                Some(report) = outcomes.recv() => {
+                    self.pending.push_back(report);
+                    while let Ok(report) = outcomes.try_recv() {
+                        self.pending.push_back(report);
+                    }
+                }
+                Some(_) = async {
+                    match connection.as_mut() {
+                        Some(c) => c.notes.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    backlog = true;
+                    if let Some(c) = connection.as_mut() {
+                        while c.notes.try_recv().is_ok() {}
+                    }
+                }
+                waiter = close.recv() => {
+                    match waiter {
+                        Some(waiter) => closing.get_or_insert_with(Vec::new).push(waiter),
+                        None => { closing.get_or_insert_with(Vec::new); }
+                    }
+                }
+                _ = tokio::time::sleep_until(wake_at) => {
+                    if !connected {
+                        retry = (retry * 2).min(Duration::from_secs(2));
+                    }
+                    let now = Instant::now();
+                    if now >= next_poll {
+                        backlog = true;
+                        next_poll = now + self.options.poll;
+                    }
+                    if now >= next_renew {
+                        next_renew = now + renew_every;
+                        if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
+                            let _ = self.renew(c).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection, Error> {
+        let connection = db::connect(&self.url).await?;
+        connection
+            .client
+            .batch_execute(&format!("LISTEN {}", crate::schema::CHANNEL))
+            .await?;
+        Ok(connection)
+    }
+
+    /// Whether a failed statement lost the connection.
+    fn failure(&self, c: &Connection, what: &str, e: tokio_postgres::Error) -> Failure {
+        if c.client.is_closed() {
+            log::warn!(
+                "smartpool-postgres: worker {}: {what}: connection lost: {e}",
+                self.me
+            );
+            Failure::Disconnected
+        } else {
+            log::error!("smartpool-postgres: worker {}: {what}: {e}", self.me);
+            Failure::Refused
+        }
+    }
+
+    /// Writes the outcomes reported so far; stops at a lost connection,
+    /// keeping the rest.
+    async fn write_outcomes(&mut self, c: &Connection) -> Result<(), ()> {
+        while let Some((id, outcome)) = self.pending.pop_front() {
+            let lease_secs = self.options.backoff.as_secs_f64();
+            let max_secs = self.options.max_backoff.as_secs_f64();
+            let me = &self.me;
+            let written = match &outcome {
+                Outcome::Done if self.options.keep_done => {
+                    c.client.execute(DONE_KEEP, &[&id, me]).await
+                }
+                Outcome::Done => c.client.execute(DONE_DELETE, &[&id, me]).await,
+                Outcome::Failed(error) => {
+                    c.client
+                        .execute(FAILED, &[&id, me, error, &lease_secs, &max_secs])
+                        .await
+                }
+                Outcome::Dead(error) => c.client.execute(DEAD, &[&id, me, error]).await,
+                Outcome::Released => c.client.execute(RELEASED, &[&id, me]).await,
+            };
+            match written {
+                Ok(1) => {}
+                Ok(_) => log::warn!(
+                    "smartpool-postgres: worker {}: job {id}'s lease had passed to another \
+                     worker; this attempt's outcome ({outcome:?}) is dropped",
+                    self.me
+                ),
+                Err(e) => {
+                    if let Failure::Disconnected = self.failure(c, "writing an outcome", e) {
+                        self.pending.push_front((id, outcome));
+                        return Err(());
+                    }
+                }
+            }
+            self.held.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Claims what the pool can start now and submits it.
+    async fn claim(&mut self, c: &Connection, backlog: &mut bool) -> Result<(), ()> {
+        let room = self.capacity.saturating_sub(self.held.len());
+        if room == 0 {
+            return Ok(());
+        }
+        let lease = self.options.lease.as_secs_f64();
+        let rows = match c
+            .client
+            .query(
+                CLAIM,
+                &[&self.options.levels, &(room as i64), &self.me, &lease],
+            )
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) => {
+                return match self.failure(c, "claiming", e) {
+                    Failure::Disconnected => Err(()),
+                    Failure::Refused => {
+                        *backlog = false; // until the next poll
+                        Ok(())
+                    }
+                };
+            }
+        };
+        *backlog = rows.len() == room;
+        let mut jobs: Vec<Job> = rows
+            .iter()
+            .map(|row| Job {
+                id: row.get(0),
+                kind: row.get(1),
+                payload: row.get(2),
+                level: row.get(3),
+                deadline: row.get(4),
+                attempt: row.get(5),
+                max_attempts: row.get(6),
+            })
+            .collect();
+        // In claim order: by level, then deadline (none last), then id.
+        jobs.sort_by_key(|j| (j.level, j.deadline.is_none(), j.deadline, j.id));
+        for job in jobs {
+            let id = job.id;
+            self.held.insert(id, ());
+            let report = Report {
+                id,
+                outcomes: self.outcomes.clone(),
+                sent: false,
+            };
+            if job.attempt > job.max_attempts {
+                report.send(Outcome::Dead(format!(
+                    "the lease of its last attempt ({}) expired: the worker running it stopped",
+                    job.max_attempts
+                )));
+                continue;
+            }
+            if !self.registry.knows(&job.kind) {
+                report.send(Outcome::Dead(format!(
+                    "no handler for kind {:?} on worker {}",
+                    job.kind, self.me
+                )));
+                continue;
+            }
+            let level = job.level;
+            if let Err(task) = (self.submit)(level, job_task(self.registry.clone(), job, report)) {
+                // The pool is closing: the dropped task releases the job;
+                // claim no more.
+                drop(task);
+                *backlog = false;
+                log::debug!(
+                    "smartpool-postgres: worker {}: the pool refused a job; releasing",
+                    self.me
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Renews the leases of the jobs held.
+    async fn renew(&self, c: &Connection) -> Result<(), ()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = self.held.keys().copied().collect();
+        let lease = self.options.lease.as_secs_f64();
+        match c.client.execute(RENEW, &[&ids, &self.me, &lease]).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.failure(c, "renewing leases", e);
+                Err(())
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! A PostgreSQL server for the tests: the one `.ci/postgres` started
+//! (`SMARTPOOL_PG_HOST`, a socket directory, and `SMARTPOOL_PG_PORT`), or
+//! else a `TempCluster` of this test process's own. Each test gets a fresh
+//! database.
+
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use smartpool_postgres::TempCluster;
+
+enum Server {
+    External { host: String, port: String },
+    Temp(TempCluster),
+}
+
+fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| match std::env::var("SMARTPOOL_PG_HOST") {
+        Ok(host) => Server::External {
+            host,
+            port: std::env::var("SMARTPOOL_PG_PORT").unwrap_or_else(|_| "5432".into()),
+        },
+        Err(_) => Server::Temp(TempCluster::start().expect("a temporary PostgreSQL server")),
+    })
+}
+
+fn url_of(db: &str) -> String {
+    match server() {
+        Server::External { host, port } => {
+            format!("host={host} port={port} user=postgres dbname={db}")
+        }
+        Server::Temp(cluster) => cluster.url_of(db),
+    }
+}
+
+/// A new, empty database for the calling test; its connection string.
+pub fn fresh_db(test: &str) -> String {
+    let name = format!("t_{}_{}", test, std::process::id());
+    let admin = url_of("postgres");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+            .await
+            .expect("the test server");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .await
+            .unwrap();
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+    });
+    url_of(&name)
+}
+
+/// A gate: closed until opened; `wait` blocks until then.
+#[derive(Clone, Default)]
+pub struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    pub fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+    pub fn wait(&self) {
+        let mut open = self.0 .0.lock().unwrap();
+        while !*open {
+            open = self.0 .1.wait(open).unwrap();
+        }
+    }
+}

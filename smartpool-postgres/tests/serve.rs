@@ -1,0 +1,277 @@
+//! A pool serving the jobs table of a real server: each job runs once and
+//! is deleted; claims go by level, then deadline, then id; failures retry
+//! then go dead; an unknown kind goes dead; a moved job runs at its new
+//! level; closing finishes or releases what a worker holds.
+
+mod common;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use common::{fresh_db, Gate};
+use smartpool::Exec;
+use smartpool_postgres::{JobError, JobState, NewJob, Queue, Registry, ServeOptions, Worker};
+
+/// A registry whose "record" handler sends each job's id down `tx`.
+fn recording(tx: mpsc::Sender<i64>) -> Registry {
+    let tx = Mutex::new(tx);
+    Registry::new().handle("record", move |job| {
+        let _ = tx.lock().unwrap().send(job.id());
+        async { Ok(()) }
+    })
+}
+
+#[test]
+fn every_job_runs_once_and_is_deleted() {
+    let url = fresh_db("once");
+    let queue = Queue::connect(&url).unwrap();
+    let mut ids: Vec<i64> = (0..60)
+        .map(|i| {
+            queue
+                .enqueue(NewJob::new("record", vec![i as u8]).level(i % 3))
+                .unwrap()
+        })
+        .collect();
+    let owned = smartpool::Builder::new()
+        .levels(3)
+        .threads(2)
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |level| level as usize,
+        recording(tx),
+        ServeOptions::new([0, 1, 2]),
+    )
+    .unwrap();
+    let mut ran: Vec<i64> = (0..60).map(|_| rx.recv().unwrap()).collect();
+    worker.close().wait();
+    owned.close().wait();
+    ran.sort();
+    ids.sort();
+    assert_eq!(ran, ids, "each job once");
+    assert!(rx.try_recv().is_err(), "none twice");
+    assert_eq!(queue.counts().unwrap(), vec![], "finished jobs are deleted");
+}
+
+/// One thread, capacity one: the claims alone decide the order, which is
+/// level, then deadline (none last), then id.
+#[test]
+fn claims_go_by_level_then_deadline_then_id() {
+    let url = fresh_db("order");
+    let queue = Queue::connect(&url).unwrap();
+    let now = SystemTime::now();
+    let at = |s: u64| now + Duration::from_secs(s);
+    let jobs = [
+        NewJob::new("record", vec![]).level(1),
+        NewJob::new("record", vec![]).level(1).deadline(at(20)),
+        NewJob::new("record", vec![]).level(0),
+        NewJob::new("record", vec![]).level(1).deadline(at(10)),
+        NewJob::new("record", vec![]).level(0).deadline(at(30)),
+        NewJob::new("record", vec![]).level(1),
+    ];
+    let ids: Vec<i64> = jobs
+        .into_iter()
+        .map(|j| queue.enqueue(j).unwrap())
+        .collect();
+    let owned = smartpool::Builder::new()
+        .levels(2)
+        .threads(1)
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |level| level as usize,
+        recording(tx),
+        ServeOptions::new([0, 1]).capacity(1),
+    )
+    .unwrap();
+    let ran: Vec<i64> = (0..6).map(|_| rx.recv().unwrap()).collect();
+    worker.close().wait();
+    owned.close().wait();
+    let expected = vec![ids[4], ids[2], ids[3], ids[1], ids[0], ids[5]];
+    assert_eq!(ran, expected);
+}
+
+#[test]
+fn a_failing_job_is_retried_then_dead_with_its_error() {
+    let url = fresh_db("retry");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue
+        .enqueue(NewJob::new("flaky", vec![]).max_attempts(3))
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("flaky", move |job| {
+        let _ = tx.lock().unwrap().send(job.attempt());
+        async move { Err(JobError(format!("attempt {} failed", job.attempt()))) }
+    });
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        registry,
+        ServeOptions::new([0])
+            .backoff(Duration::from_millis(10), Duration::from_millis(40))
+            .poll(Duration::from_millis(20)),
+    )
+    .unwrap();
+    let attempts: Vec<i32> = (0..3).map(|_| rx.recv().unwrap()).collect();
+    assert_eq!(attempts, [1, 2, 3]);
+    worker.close().wait();
+    owned.close().wait();
+    let row = queue.job(id).unwrap().expect("dead jobs stay");
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.attempts, 3);
+    assert_eq!(row.last_error.as_deref(), Some("attempt 3 failed"));
+    assert!(rx.try_recv().is_err(), "no fourth attempt");
+}
+
+#[test]
+fn a_panicking_handler_fails_its_attempt() {
+    let url = fresh_db("panic");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue
+        .enqueue(NewJob::new("boom", vec![]).max_attempts(1))
+        .unwrap();
+    let (tx, rx) = mpsc::channel::<()>();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("boom", move |_| {
+        let _ = tx.lock().unwrap().send(());
+        async { panic!("kaboom") }
+    });
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let worker = Worker::serve(&url, &owned.pool, |_| 0, registry, ServeOptions::new([0])).unwrap();
+    rx.recv().unwrap();
+    worker.close().wait();
+    // The pool's worker survived: it still runs tasks.
+    let alive = owned.pool.level(0).exec(smartpool::run(|| 7));
+    assert_eq!(futures::executor::block_on(alive).unwrap(), 7);
+    owned.close().wait();
+    let row = queue.job(id).unwrap().unwrap();
+    assert_eq!(row.state, JobState::Dead);
+    assert!(
+        row.last_error.as_deref().unwrap().contains("kaboom"),
+        "{row:?}"
+    );
+}
+
+#[test]
+fn a_kind_no_handler_knows_goes_dead_with_a_clear_error() {
+    let url = fresh_db("unknown");
+    let queue = Queue::connect(&url).unwrap();
+    let stray = queue.enqueue(NewJob::new("nobody", vec![1])).unwrap();
+    let known = queue.enqueue(NewJob::new("record", vec![])).unwrap();
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        recording(tx),
+        ServeOptions::new([0]),
+    )
+    .unwrap();
+    assert_eq!(rx.recv().unwrap(), known);
+    worker.close().wait();
+    owned.close().wait();
+    let row = queue.job(stray).unwrap().unwrap();
+    assert_eq!(row.state, JobState::Dead);
+    let error = row.last_error.unwrap();
+    assert!(error.contains("no handler for kind \"nobody\""), "{error}");
+}
+
+/// Moving a queued job to another level is one call, honoured by the
+/// next claim.
+#[test]
+fn a_moved_job_is_claimed_at_its_new_level() {
+    let url = fresh_db("moved");
+    let queue = Queue::connect(&url).unwrap();
+    let first = queue
+        .enqueue(NewJob::new("record", vec![]).level(1))
+        .unwrap();
+    let second = queue
+        .enqueue(NewJob::new("record", vec![]).level(1))
+        .unwrap();
+    assert!(queue.set_level(second, 0).unwrap());
+    assert_eq!(queue.job(second).unwrap().unwrap().level, 0);
+    assert!(!queue.set_level(123_456, 0).unwrap(), "no such job");
+    let owned = smartpool::Builder::new()
+        .levels(2)
+        .threads(1)
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |level| level as usize,
+        recording(tx),
+        ServeOptions::new([0, 1]).capacity(1),
+    )
+    .unwrap();
+    assert_eq!([rx.recv().unwrap(), rx.recv().unwrap()], [second, first]);
+    worker.close().wait();
+    owned.close().wait();
+}
+
+/// Closing the pool first drops the queued jobs of its lowest level (it
+/// does not complete on close): they are released, queued again with
+/// their attempt not counted. The job that was running finishes.
+#[test]
+fn jobs_a_closing_pool_drops_are_released() {
+    let url = fresh_db("release");
+    let queue = Queue::connect(&url).unwrap();
+    let ids: Vec<i64> = (0..3)
+        .map(|_| queue.enqueue(NewJob::new("slow", vec![]).level(1)).unwrap())
+        .collect();
+    let (started, gate) = (Gate::default(), Gate::default());
+    let (s, g) = (started.clone(), gate.clone());
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let r = ran.clone();
+    let registry = Registry::new().handle("slow", move |job| {
+        r.lock().unwrap().push(job.id());
+        s.open();
+        g.wait();
+        async { Ok(()) }
+    });
+    let owned = smartpool::Builder::new()
+        .levels(2)
+        .threads(1)
+        .build()
+        .unwrap();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |level| level as usize,
+        registry,
+        ServeOptions::new([1]).capacity(3),
+    )
+    .unwrap();
+    started.wait(); // one runs, two wait in the pool
+    let pool = owned.pool.clone();
+    let closing = std::thread::spawn(move || owned.close().wait());
+    while !pool.is_closing() {
+        std::thread::yield_now();
+    }
+    gate.open();
+    closing.join().unwrap();
+    worker.close().wait();
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran.len(), 1);
+    for id in ids {
+        match queue.job(id).unwrap() {
+            None => assert_eq!(id, ran[0], "the one that ran is deleted"),
+            Some(row) => {
+                assert_eq!(row.state, JobState::Queued, "{row:?}");
+                assert_eq!(row.attempts, 0, "a release does not count: {row:?}");
+            }
+        }
+    }
+}
