@@ -12,6 +12,7 @@ use crate::Error;
 /// What the queue's thread is asked.
 enum Request {
     Enqueue(NewJob, oneshot::Sender<Result<i64, Error>>),
+    EnqueueMany(Vec<NewJob>, oneshot::Sender<Result<Vec<i64>, Error>>),
     SetLevel(i64, i32, oneshot::Sender<Result<bool, Error>>),
     Job(i64, oneshot::Sender<Result<Option<JobRow>, Error>>),
     Counts(oneshot::Sender<Result<Vec<(JobState, i64)>, Error>>),
@@ -58,6 +59,12 @@ impl Queue {
         job: NewJob,
     ) -> impl std::future::Future<Output = Result<i64, Error>> + Send + 'static {
         self.ask(|tx| Request::Enqueue(job, tx))
+    }
+
+    /// Enqueues every job of `jobs` in one statement; returns their ids,
+    /// in order.
+    pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<i64>, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::EnqueueMany(jobs, tx)))
     }
 
     /// Moves job `id` to `level` if it is still queued (it takes effect on
@@ -139,6 +146,28 @@ async fn answer(connection: &Connection, request: Request) {
                 .map_err(Error::from);
             let _ = tx.send(id);
         }
+        Request::EnqueueMany(jobs, tx) => {
+            let now = SystemTime::now();
+            let kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
+            let payloads: Vec<&[u8]> = jobs.iter().map(|j| j.payload.as_slice()).collect();
+            let levels: Vec<i32> = jobs.iter().map(|j| j.level).collect();
+            let run_ats: Vec<SystemTime> = jobs.iter().map(|j| j.run_at.unwrap_or(now)).collect();
+            let deadlines: Vec<Option<SystemTime>> = jobs.iter().map(|j| j.deadline).collect();
+            let attempts: Vec<i32> = jobs.iter().map(|j| j.max_attempts).collect();
+            let ids = client
+                .query(
+                    "INSERT INTO smartpool_jobs (kind, payload, level, run_at, deadline, max_attempts) \
+                     SELECT k, p, l, r, d, m FROM unnest($1::text[], $2::bytea[], $3::int[], \
+                     $4::timestamptz[], \
+                     $5::timestamptz[], $6::int[]) WITH ORDINALITY AS j(k, p, l, r, d, m, n) \
+                     ORDER BY n RETURNING id",
+                    &[&kinds, &payloads, &levels, &run_ats, &deadlines, &attempts],
+                )
+                .await
+                .map(|rows| rows.iter().map(|row| row.get::<_, i64>(0)).collect())
+                .map_err(Error::from);
+            let _ = tx.send(ids);
+        }
         Request::SetLevel(id, level, tx) => {
             let moved = client
                 .execute(
@@ -200,6 +229,7 @@ fn job_row(row: &tokio_postgres::Row) -> Result<JobRow, Error> {
 fn fail(request: Request, error: Error) {
     match request {
         Request::Enqueue(_, tx) => drop(tx.send(Err(error))),
+        Request::EnqueueMany(_, tx) => drop(tx.send(Err(error))),
         Request::SetLevel(_, _, tx) => drop(tx.send(Err(error))),
         Request::Job(_, tx) => drop(tx.send(Err(error))),
         Request::Counts(tx) => drop(tx.send(Err(error))),

@@ -275,3 +275,52 @@ fn jobs_a_closing_pool_drops_are_released() {
         }
     }
 }
+
+/// The server goes away (the database refuses connections, and ours are
+/// cut) while two jobs run: the pool keeps serving its own channels, the
+/// jobs' outcomes wait, and once the server is back the worker writes them
+/// and claims the rest. Each job runs once; none is lost.
+#[test]
+fn while_the_server_is_away_the_pool_serves_its_own_work_and_nothing_is_lost() {
+    let url = fresh_db("outage");
+    let name = common::db_name("outage");
+    let queue = Queue::connect(&url).unwrap();
+    let ids = queue
+        .enqueue_many((0..10).map(|_| NewJob::new("gated", vec![])).collect())
+        .unwrap();
+    let (two_started, gate) = (common::CountDown::new(2), Gate::default());
+    let (s, g) = (two_started.clone(), gate.clone());
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("gated", move |job| {
+        let _ = tx.lock().unwrap().send(job.id());
+        s.count_down();
+        g.wait();
+        async { Ok(()) }
+    });
+    let owned = smartpool::Builder::new().threads(2).build().unwrap();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        registry,
+        ServeOptions::new([0]).capacity(2),
+    )
+    .unwrap();
+    two_started.wait();
+    common::admin(&format!(
+        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ));
+    gate.open(); // the two jobs end while their outcomes cannot be written
+    let local = owned.pool.level(0).exec(smartpool::run(|| "served"));
+    assert_eq!(futures::executor::block_on(local).unwrap(), "served");
+    assert!(queue.counts().is_err(), "the server is away");
+    common::admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
+    let mut ran: Vec<i64> = (0..10).map(|_| rx.recv().unwrap()).collect();
+    worker.close().wait();
+    owned.close().wait();
+    ran.sort();
+    assert_eq!(ran, ids, "each job once");
+    assert_eq!(queue.counts().unwrap(), vec![], "every outcome written");
+}

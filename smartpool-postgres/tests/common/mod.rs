@@ -34,9 +34,13 @@ fn url_of(db: &str) -> String {
     }
 }
 
-/// A new, empty database for the calling test; its connection string.
-pub fn fresh_db(test: &str) -> String {
-    let name = format!("t_{}_{}", test, std::process::id());
+/// The database name of test `test` in this process.
+pub fn db_name(test: &str) -> String {
+    format!("t_{}_{}", test, std::process::id())
+}
+
+/// Runs `sql` on the server's `postgres` database.
+pub fn admin(sql: &str) {
     let admin = url_of("postgres");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -47,15 +51,15 @@ pub fn fresh_db(test: &str) -> String {
             .await
             .expect("the test server");
         tokio::spawn(connection);
-        client
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .await
-            .unwrap();
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
+        client.batch_execute(sql).await.unwrap();
     });
+}
+
+/// A new, empty database for the calling test; its connection string.
+pub fn fresh_db(test: &str) -> String {
+    let name = db_name(test);
+    admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+    admin(&format!("CREATE DATABASE {name}"));
     url_of(&name)
 }
 
@@ -72,6 +76,30 @@ impl Gate {
         let mut open = self.0 .0.lock().unwrap();
         while !*open {
             open = self.0 .1.wait(open).unwrap();
+        }
+    }
+}
+
+/// Counts down to zero; `wait` blocks until then.
+#[derive(Clone)]
+pub struct CountDown(std::sync::Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>);
+
+impl CountDown {
+    pub fn new(n: usize) -> CountDown {
+        CountDown(std::sync::Arc::new((
+            std::sync::Mutex::new(n),
+            std::sync::Condvar::new(),
+        )))
+    }
+    pub fn count_down(&self) {
+        let mut n = self.0 .0.lock().unwrap();
+        *n = n.saturating_sub(1);
+        self.0 .1.notify_all();
+    }
+    pub fn wait(&self) {
+        let mut n = self.0 .0.lock().unwrap();
+        while *n > 0 {
+            n = self.0 .1.wait(n).unwrap();
         }
     }
 }
