@@ -178,4 +178,6 @@ pub struct JobRow {
     pub last_error: Option<String>,
     /// The worker that holds it, or held it last.
     pub locked_by: Option<String>,
+    /// When its lease runs out, while it runs.
+    pub locked_until: Option<SystemTime>,
 }

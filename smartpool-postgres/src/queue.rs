@@ -182,7 +182,7 @@ async fn answer(connection: &Connection, request: Request) {
         Request::Job(id, tx) => {
             let row = client
                 .query_opt(
-                    "SELECT id, kind, level, state, attempts, last_error, locked_by \
+                    "SELECT id, kind, level, state, attempts, last_error, locked_by, locked_until \
                      FROM smartpool_jobs WHERE id = $1",
                     &[&id],
                 )
@@ -222,6 +222,7 @@ fn job_row(row: &tokio_postgres::Row) -> Result<JobRow, Error> {
         attempts: row.get(4),
         last_error: row.get(5),
         locked_by: row.get(6),
+        locked_until: row.get(7),
     })
 }
 

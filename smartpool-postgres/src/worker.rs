@@ -588,8 +588,9 @@ impl Fetcher {
             };
             if job.attempt > job.max_attempts {
                 report.send(Outcome::Dead(format!(
-                    "the lease of its last attempt ({}) expired: the worker running it stopped",
-                    job.max_attempts
+                    "no attempt left: this would be attempt {} of at most {} (the last one's \
+                     lease expired: the worker running it stopped)",
+                    job.attempt, job.max_attempts
                 )));
                 continue;
             }

@@ -324,3 +324,100 @@ fn while_the_server_is_away_the_pool_serves_its_own_work_and_nothing_is_lost() {
     assert_eq!(ran, ids, "each job once");
     assert_eq!(queue.counts().unwrap(), vec![], "every outcome written");
 }
+
+/// A job that outlives its lease keeps it while it runs: its worker
+/// renews it, and another worker serving the same level never takes it.
+#[test]
+fn a_running_job_keeps_its_lease_past_the_first_expiry() {
+    let url = fresh_db("renew");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue.enqueue(NewJob::new("long", vec![])).unwrap();
+    let (started, gate) = (Gate::default(), Gate::default());
+    let (s, g) = (started.clone(), gate.clone());
+    let registry = Registry::new().handle("long", move |_| {
+        s.open();
+        g.wait();
+        async { Ok(()) }
+    });
+    let lease = Duration::from_millis(300);
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let holder = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        registry,
+        ServeOptions::new([0]).lease(lease),
+    )
+    .unwrap();
+    started.wait();
+    let first_expiry = queue.job(id).unwrap().unwrap().locked_until.unwrap();
+    // A second pool on the same level, looking every 20 ms.
+    let other = smartpool::Builder::new().threads(1).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let thief = Worker::serve(
+        &url,
+        &other.pool,
+        |_| 0,
+        recording(tx).handle("long", |_| async { Ok(()) }),
+        ServeOptions::new([0])
+            .lease(lease)
+            .poll(Duration::from_millis(20)),
+    )
+    .unwrap();
+    // Past the first lease, and past a second one from it.
+    while SystemTime::now() < first_expiry + lease {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let row = queue.job(id).unwrap().unwrap();
+    assert_eq!(row.state, JobState::Running);
+    assert_eq!(row.locked_by.as_deref(), Some(holder.id()));
+    assert!(row.locked_until.unwrap() > first_expiry, "renewed");
+    assert_eq!(row.attempts, 1, "never claimed again");
+    gate.open();
+    holder.close().wait();
+    thief.close().wait();
+    owned.close().wait();
+    other.close().wait();
+    assert!(rx.try_recv().is_err());
+    assert!(queue.job(id).unwrap().is_none(), "done once, by its holder");
+}
+
+/// Rows written by hand: one left `running` with no lease at all is
+/// claimable (as an expired lease), and one that allows no attempt goes
+/// dead with an error that says so.
+#[test]
+fn malformed_rows_are_run_or_buried_with_a_reason() {
+    let url = fresh_db("malformed");
+    let name = common::db_name("malformed");
+    let queue = Queue::connect(&url).unwrap();
+    common::admin_of(
+        &name,
+        "INSERT INTO smartpool_jobs (kind, state, locked_until) VALUES ('record', 'running', NULL); \
+         INSERT INTO smartpool_jobs (kind, max_attempts) VALUES ('record', 0);",
+    );
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    // Capacity 2: one claim takes both rows.
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        recording(tx),
+        ServeOptions::new([0]).capacity(2),
+    )
+    .unwrap();
+    let ran = rx.recv().unwrap();
+    worker.close().wait();
+    owned.close().wait();
+    assert!(rx.try_recv().is_err());
+    assert!(queue.job(ran).unwrap().is_none(), "the lease-less row ran");
+    let counts = queue.counts().unwrap();
+    assert_eq!(counts, vec![(JobState::Dead, 1)]);
+    let buried = queue
+        .job(ran + 1)
+        .unwrap()
+        .or(queue.job(ran - 1).unwrap())
+        .unwrap();
+    let error = buried.last_error.unwrap();
+    assert!(error.contains("no attempt left"), "{error}");
+}

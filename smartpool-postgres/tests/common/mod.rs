@@ -41,7 +41,12 @@ pub fn db_name(test: &str) -> String {
 
 /// Runs `sql` on the server's `postgres` database.
 pub fn admin(sql: &str) {
-    let admin = url_of("postgres");
+    admin_of("postgres", sql)
+}
+
+/// Runs `sql` on database `db`.
+pub fn admin_of(db: &str, sql: &str) {
+    let admin = url_of(db);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
