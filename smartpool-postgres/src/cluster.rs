@@ -44,62 +44,14 @@ impl TempCluster {
             CLUSTERS.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).map_err(Error::Thread)?;
-        let root = run_output("id", &["-u"]).map(|u| u.trim() == "0")?;
-        let as_user = |program: &Path| -> Command {
-            if root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(program);
-                c
-            } else {
-                Command::new(program)
+        // Until the watchdog owns the directory, a failure removes it.
+        let watchdog = match start_in(&bin, &dir) {
+            Ok(watchdog) => watchdog,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
             }
         };
-        if root {
-            run_status(Command::new("chown").args(["postgres"]).arg(&dir))?;
-        }
-        let data = dir.join("data");
-        run_status(
-            as_user(&bin.join("initdb"))
-                .args([
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "-E",
-                    "UTF8",
-                    "--no-sync",
-                    "-D",
-                ])
-                .arg(&data),
-        )?;
-        // The watchdog: starts the server, waits for its stdin to close
-        // (the TempCluster dropped, or this process gone), then stops the
-        // server at once and removes the directory.
-        let script = r#"
-            "$1/postgres" -D "$2/data" -k "$2" -p 5432 -c listen_addresses= \
-                -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-                -c max_connections=200 >"$2/log" 2>&1 &
-            pid=$!
-            cat >/dev/null
-            kill -INT $pid 2>/dev/null
-            wait $pid
-            rm -rf "$2"
-        "#;
-        let mut watchdog = if root {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--", "sh", "-c", script, "sh"]);
-            c
-        } else {
-            let mut c = Command::new("sh");
-            c.args(["-c", script, "sh"]);
-            c
-        };
-        let watchdog = watchdog
-            .arg(&bin)
-            .arg(&dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(Error::Thread)?;
         let cluster = TempCluster { dir, watchdog };
         let socket = cluster.dir.join(".s.PGSQL.5432");
         let started = Instant::now();
@@ -147,6 +99,71 @@ impl Drop for TempCluster {
         }
         let _ = self.watchdog.wait();
     }
+}
+
+/// Makes the cluster in `dir` and starts its watchdog (see
+/// [`TempCluster`]); only its owner may enter `dir`.
+fn start_in(bin: &Path, dir: &Path) -> Result<Child, Error> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(Error::Thread)?;
+    let root = run_output("id", &["-u"]).map(|u| u.trim() == "0")?;
+    let as_user = |program: &Path| -> Command {
+        if root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    if root {
+        run_status(Command::new("chown").args(["postgres"]).arg(dir))?;
+    }
+    let data = dir.join("data");
+    run_status(
+        as_user(&bin.join("initdb"))
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
+            .arg(&data),
+    )?;
+    // The watchdog: starts the server, waits for its stdin to close
+    // (the TempCluster dropped, or this process gone), then stops the
+    // server at once and removes the directory.
+    let script = r#"
+        "$1/postgres" -D "$2/data" -k "$2" -p 5432 -c listen_addresses= \
+            -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+            -c max_connections=200 -c unix_socket_permissions=0700 >"$2/log" 2>&1 &
+        pid=$!
+        # A Ctrl-C to the process group stops the server, not the cleanup.
+        trap '' INT TERM HUP
+        cat >/dev/null
+        kill -INT $pid 2>/dev/null
+        wait $pid
+        rm -rf "$2"
+    "#;
+    let mut watchdog = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", "sh", "-c", script, "sh"]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", script, "sh"]);
+        c
+    };
+    watchdog
+        .arg(bin)
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(Error::Thread)
 }
 
 /// Where the server's programs are.

@@ -73,7 +73,10 @@
 //! * **At least once.** A job runs until an attempt ends, and its outcome
 //!   is written. A worker that dies (its process killed) or loses the
 //!   server for longer than a lease loses its leases: another worker claims
-//!   those jobs once the leases expire and runs them again. Outcomes a
+//!   those jobs once the leases expire and runs them again. Such an
+//!   attempt counts: a job whose last attempt's lease expires goes to
+//!   `dead`, saying so (give jobs that must survive restarts more than one
+//!   attempt). Outcomes a
 //!   worker could not write while the server was away are written when it
 //!   is back; an outcome for a lease another worker took over since is
 //!   dropped with a warning. Make handlers idempotent.
@@ -85,6 +88,9 @@
 //! * **Not guaranteed:** exactly once; that a job runs before its
 //!   deadline (the deadline orders, it does not expire anything); that a
 //!   job with no handler anywhere waits for one (it goes to `dead`).
+//!
+//! PostgreSQL 14 or later. The table is created if missing, by a role
+//! allowed to; once it exists, connecting creates nothing.
 //!
 //! # Why a thread of the crate's own
 //!

@@ -134,11 +134,12 @@ async fn answer(connection: &Connection, request: Request) {
     let client = &connection.client;
     match request {
         Request::Enqueue(job, tx) => {
-            let run_at = job.run_at.unwrap_or_else(SystemTime::now);
+            // Due now by the server's clock, unless delayed.
+            let run_at = job.run_at;
             let id = client
                 .query_one(
                     "INSERT INTO smartpool_jobs (kind, payload, level, run_at, deadline, max_attempts) \
-                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                     VALUES ($1, $2, $3, COALESCE($4, now()), $5, $6) RETURNING id",
                     &[&job.kind, &job.payload, &job.level, &run_at, &job.deadline, &job.max_attempts],
                 )
                 .await
@@ -147,17 +148,16 @@ async fn answer(connection: &Connection, request: Request) {
             let _ = tx.send(id);
         }
         Request::EnqueueMany(jobs, tx) => {
-            let now = SystemTime::now();
             let kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
             let payloads: Vec<&[u8]> = jobs.iter().map(|j| j.payload.as_slice()).collect();
             let levels: Vec<i32> = jobs.iter().map(|j| j.level).collect();
-            let run_ats: Vec<SystemTime> = jobs.iter().map(|j| j.run_at.unwrap_or(now)).collect();
+            let run_ats: Vec<Option<SystemTime>> = jobs.iter().map(|j| j.run_at).collect();
             let deadlines: Vec<Option<SystemTime>> = jobs.iter().map(|j| j.deadline).collect();
             let attempts: Vec<i32> = jobs.iter().map(|j| j.max_attempts).collect();
             let ids = client
                 .query(
                     "INSERT INTO smartpool_jobs (kind, payload, level, run_at, deadline, max_attempts) \
-                     SELECT k, p, l, r, d, m FROM unnest($1::text[], $2::bytea[], $3::int[], \
+                     SELECT k, p, l, COALESCE(r, now()), d, m FROM unnest($1::text[], $2::bytea[], $3::int[], \
                      $4::timestamptz[], \
                      $5::timestamptz[], $6::int[]) WITH ORDINALITY AS j(k, p, l, r, d, m, n) \
                      ORDER BY n RETURNING id",

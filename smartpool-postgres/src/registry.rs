@@ -56,6 +56,11 @@ impl Registry {
         self.handlers.contains_key(kind)
     }
 
+    /// The kinds it knows.
+    pub(crate) fn kinds(&self) -> Vec<String> {
+        self.handlers.keys().cloned().collect()
+    }
+
     /// The future that runs `job`, or `None` if no handler knows its kind.
     pub(crate) fn start(&self, job: Job) -> Option<JobFuture> {
         let handler = self.handlers.get(&job.kind)?;

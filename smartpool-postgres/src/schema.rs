@@ -41,8 +41,19 @@ CREATE OR REPLACE TRIGGER smartpool_jobs_notify
     EXECUTE FUNCTION smartpool_jobs_notify();
 "#;
 
-/// Creates what is missing of the schema.
+/// Whether the table and its trigger are there (then nothing is created:
+/// `CREATE INDEX IF NOT EXISTS` and `CREATE OR REPLACE TRIGGER` would
+/// lock the table against writes, and need its owner).
+const PRESENT: &str = "\
+SELECT to_regclass('smartpool_jobs') IS NOT NULL
+   AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'smartpool_jobs_notify')";
+
+/// Creates what is missing of the schema (PostgreSQL 14 or later, for
+/// `CREATE OR REPLACE TRIGGER`).
 pub(crate) async fn install(client: &Client) -> Result<(), tokio_postgres::Error> {
+    if client.query_one(PRESENT, &[]).await?.get::<_, bool>(0) {
+        return Ok(());
+    }
     client
         .batch_execute(&format!("BEGIN; {SCHEMA} COMMIT;"))
         .await

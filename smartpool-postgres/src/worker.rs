@@ -2,7 +2,7 @@
 //! has the protocol). Its database thread claims, renews leases and
 //! writes outcomes; the pool's workers run the handlers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -43,7 +43,14 @@ pub struct ServeOptions {
     keep_done: bool,
     backoff: Duration,
     max_backoff: Duration,
+    only_known_kinds: bool,
 }
+
+/// The shortest lease: a renewal every third of it must fit a round trip.
+const MIN_LEASE: Duration = Duration::from_millis(300);
+
+/// The longest lease, poll and backoff accepted (a day).
+const MAX_PERIOD: Duration = Duration::from_secs(24 * 3600);
 
 impl ServeOptions {
     /// Serve the jobs of these levels. Defaults: capacity the pool's
@@ -58,7 +65,44 @@ impl ServeOptions {
             keep_done: false,
             backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(300),
+            only_known_kinds: false,
         }
+    }
+
+    /// Claim only jobs whose kind this worker's registry knows, leaving
+    /// the others queued for workers that know them (during a rolling
+    /// deploy, say). Off by default: a job whose kind the worker does not
+    /// know goes to `dead`, saying so.
+    pub fn only_known_kinds(mut self, only: bool) -> ServeOptions {
+        self.only_known_kinds = only;
+        self
+    }
+
+    /// Refuses settings that cannot work.
+    fn check(&self) -> Result<(), Error> {
+        let bad = |why: String| Err(Error::Config(why));
+        if self.levels.is_empty() {
+            return bad("ServeOptions names no level to serve".into());
+        }
+        if self.lease < MIN_LEASE || self.lease > MAX_PERIOD {
+            return bad(format!(
+                "a lease of {:?}: it must be from {MIN_LEASE:?} to a day",
+                self.lease
+            ));
+        }
+        if self.poll.is_zero() || self.poll > MAX_PERIOD {
+            return bad(format!(
+                "a poll of {:?}: it must be above zero, at most a day",
+                self.poll
+            ));
+        }
+        if self.backoff > self.max_backoff || self.max_backoff > MAX_PERIOD {
+            return bad(format!(
+                "a backoff from {:?} to {:?}: the first must not exceed the most, at most a day",
+                self.backoff, self.max_backoff
+            ));
+        }
+        Ok(())
     }
 
     /// The most jobs the pool holds at once (claimed and not finished).
@@ -68,8 +112,10 @@ impl ServeOptions {
     }
 
     /// How long a claim holds a job without a renewal (renewed every
-    /// third of it while the job runs). A worker that dies holds its jobs
-    /// this long.
+    /// third of it while the job runs; from 300 ms to a day). A worker
+    /// that dies holds its jobs this long. Every statement of the worker's
+    /// session is bounded by a third of it (`statement_timeout`,
+    /// `lock_timeout`).
     pub fn lease(mut self, lease: Duration) -> ServeOptions {
         self.lease = lease;
         self
@@ -134,9 +180,7 @@ impl Worker {
         registry: Registry,
         options: ServeOptions,
     ) -> Result<Worker, Error> {
-        if options.levels.is_empty() {
-            return Err(Error::Config("ServeOptions names no level to serve".into()));
-        }
+        options.check()?;
         let keys: Vec<B::ChannelKey> = pool
             .config()
             .levels
@@ -167,8 +211,14 @@ impl Worker {
         let started = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros());
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "host".into());
         let id = format!(
-            "pid{}-{}-{started}",
+            "{host}-pid{}-{}-{started}",
             std::process::id(),
             WORKERS.fetch_add(1, Ordering::Relaxed)
         );
@@ -183,8 +233,9 @@ impl Worker {
             registry: Arc::new(registry),
             submit,
             outcomes,
-            held: HashMap::new(),
+            held: HashSet::new(),
             pending: VecDeque::new(),
+            pool_closed: false,
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -311,17 +362,30 @@ struct Fetcher {
     submit: Submit,
     outcomes: mpsc::UnboundedSender<(i64, Outcome)>,
     /// Jobs claimed and not yet reported, by id.
-    held: HashMap<i64, ()>,
-    /// Outcomes reported and not yet written.
-    pending: VecDeque<(i64, Outcome)>,
+    held: HashSet<i64>,
+    /// Outcomes reported and not yet written, each with the writes the
+    /// server refused so far.
+    pending: VecDeque<(i64, Outcome, u32)>,
+    /// The pool refused a job: it is closing; claim no more.
+    pool_closed: bool,
 }
 
+/// A write the server refuses this many times is given up (logged): the
+/// job's lease then expires and it runs again.
+const MAX_REFUSALS: u32 = 5;
+
+/// The first `$2` claimable rows of levels `$1` (not those of `$5`, the
+/// ids this worker holds; only kinds `$6` if not null), in the order level,
+/// deadline, id; each put under this worker's (`$3`) lease of `$4`
+/// seconds, its attempt counted. Returns what each was before the claim.
 const CLAIM: &str = "\
 WITH picked AS (
-    SELECT id FROM smartpool_jobs
+    SELECT id, state AS was FROM smartpool_jobs
     WHERE level = ANY($1)
       AND ((state = 'queued' AND run_at <= now())
         OR (state = 'running' AND (locked_until IS NULL OR locked_until < now())))
+      AND NOT (id = ANY($5))
+      AND ($6::text[] IS NULL OR kind = ANY($6))
     ORDER BY level, deadline, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED)
@@ -329,7 +393,7 @@ UPDATE smartpool_jobs j
 SET state = 'running', locked_by = $3,
     locked_until = now() + make_interval(secs => $4), attempts = j.attempts + 1
 FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts";
+RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts, picked.was";
 
 const RENEW: &str = "\
 UPDATE smartpool_jobs SET locked_until = now() + make_interval(secs => $3)
@@ -342,11 +406,14 @@ const DONE_KEEP: &str = "\
 UPDATE smartpool_jobs SET state = 'done', locked_until = NULL, finished_at = now()
 WHERE id = $1 AND locked_by = $2 AND state = 'running'";
 
+/// The backoff doubles per attempt from `$4` seconds, at most `$5` (the
+/// exponent capped so that the power cannot overflow).
 const FAILED: &str = "\
 UPDATE smartpool_jobs SET
     state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
     run_at = CASE WHEN attempts >= max_attempts THEN run_at
-             ELSE now() + make_interval(secs => least($4 * power(2, attempts - 1), $5)) END,
+             ELSE now() + make_interval(secs =>
+                 least($4 * power(2, least(greatest(attempts - 1, 0), 40)), $5)) END,
     finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
     locked_until = NULL, last_error = $3
 WHERE id = $1 AND locked_by = $2 AND state = 'running'";
@@ -359,13 +426,9 @@ const RELEASED: &str = "\
 UPDATE smartpool_jobs SET state = 'queued', attempts = attempts - 1, locked_until = NULL
 WHERE id = $1 AND locked_by = $2 AND state = 'running'";
 
-/// Why a statement did not go through.
-enum Failure {
-    /// The connection is gone: keep what was to be written, reconnect.
-    Disconnected,
-    /// The server refused it (logged).
-    Refused,
-}
+/// The connection is gone (or must be dropped): keep what was to be
+/// written, reconnect after a pause.
+struct Disconnected;
 
 impl Fetcher {
     async fn run(
@@ -383,38 +446,62 @@ impl Fetcher {
         };
         let _ = ready.send(Ok(()));
         let mut closing: Option<Vec<oneshot::Sender<()>>> = None;
+        let mut close_open = true;
         // Whether a claim may find jobs: after a notice, a poll, a full
-        // claim, or a job let go.
+        // claim, or a (re)connection.
         let mut backlog = true;
+        // Renew before anything else after a reconnection: leases may be
+        // near their end.
+        let mut renew_now = false;
         let mut retry = Duration::from_millis(50);
+        let mut reconnect_at = Instant::now();
+        let mut outcomes_at = Instant::now();
         let renew_every = self.options.lease / 3;
         let mut next_renew = Instant::now() + renew_every;
         let mut next_poll = Instant::now() + self.options.poll;
         loop {
-            // Connected, or try to be.
-            if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
-                connection = match self.connect().await {
+            let now = Instant::now();
+            if connection.as_ref().is_none_or(|c| c.client.is_closed()) && now >= reconnect_at {
+                match self.connect().await {
                     Ok(c) => {
-                        log::info!("smartpool-postgres: worker {} reconnected", self.me);
+                        log::info!("smartpool-postgres: worker {} connected", self.me);
+                        connection = Some(c);
                         retry = Duration::from_millis(50);
                         backlog = true;
-                        Some(c)
+                        renew_now = true;
                     }
                     Err(e) => {
                         log::warn!(
                             "smartpool-postgres: worker {}: no connection ({e}); again in {retry:?}",
                             self.me
                         );
-                        None
+                        connection = None;
+                        reconnect_at = now + retry;
+                        retry = (retry * 2).min(Duration::from_secs(2));
                     }
-                };
+                }
             }
             if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
-                if self.write_outcomes(c).await.is_err()
-                    || (closing.is_none() && backlog && self.claim(c, &mut backlog).await.is_err())
-                {
-                    continue; // the connection is gone: reconnect first
+                let claim = closing.is_none() && !self.pool_closed && backlog;
+                let step = async {
+                    if renew_now {
+                        self.renew(c).await?;
+                    }
+                    if Instant::now() >= outcomes_at {
+                        outcomes_at = self.write_outcomes(c).await?;
+                    }
+                    if claim {
+                        backlog = self.claim(c).await?;
+                    }
+                    Ok::<(), Disconnected>(())
+                };
+                if step.await.is_err() {
+                    connection = None;
+                    reconnect_at = Instant::now() + retry;
+                    retry = (retry * 2).min(Duration::from_secs(2));
+                    continue;
                 }
+                renew_now = false;
             }
             if let Some(waiters) = &mut closing {
                 if self.held.is_empty() && self.pending.is_empty() {
@@ -426,16 +513,18 @@ impl Fetcher {
                 }
             }
             let connected = connection.as_ref().is_some_and(|c| !c.client.is_closed());
-            let wake_at = if connected {
-                next_renew.min(next_poll)
-            } else {
-                Instant::now() + retry
-            };
+            let mut wake_at = next_renew.min(next_poll);
+            if !connected {
+                wake_at = wake_at.min(reconnect_at);
+            }
+            if !self.pending.is_empty() {
+                wake_at = wake_at.min(outcomes_at);
+            }
             tokio::select! {
                 Some(report) = outcomes.recv() => {
-                    self.pending.push_back(report);
+                    self.pending.push_back((report.0, report.1, 0));
                     while let Ok(report) = outcomes.try_recv() {
-                        self.pending.push_back(report);
+                        self.pending.push_back((report.0, report.1, 0));
                     }
                 }
                 Some(_) = async {
@@ -449,16 +538,16 @@ impl Fetcher {
                         while c.notes.try_recv().is_ok() {}
                     }
                 }
-                waiter = close.recv() => {
+                waiter = close.recv(), if close_open => {
                     match waiter {
                         Some(waiter) => closing.get_or_insert_with(Vec::new).push(waiter),
-                        None => { closing.get_or_insert_with(Vec::new); }
+                        None => {
+                            close_open = false;
+                            closing.get_or_insert_with(Vec::new);
+                        }
                     }
                 }
                 _ = tokio::time::sleep_until(wake_at) => {
-                    if !connected {
-                        retry = (retry * 2).min(Duration::from_secs(2));
-                    }
                     let now = Instant::now();
                     if now >= next_poll {
                         backlog = true;
@@ -466,44 +555,52 @@ impl Fetcher {
                     }
                     if now >= next_renew {
                         next_renew = now + renew_every;
-                        if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
-                            let _ = self.renew(c).await;
-                        }
+                        renew_now = true;
                     }
                 }
             }
         }
     }
 
+    /// Connects, listens, and bounds every statement of the session by a
+    /// third of the lease, so that nothing waits long enough on a lock to
+    /// let the leases of the jobs held expire.
     async fn connect(&self) -> Result<Connection, Error> {
         let connection = db::connect(&self.url).await?;
+        let bound = (self.options.lease / 3).as_millis().max(1);
         connection
             .client
-            .batch_execute(&format!("LISTEN {}", crate::schema::CHANNEL))
+            .batch_execute(&format!(
+                "LISTEN {}; SET statement_timeout = {bound}; SET lock_timeout = {bound}",
+                crate::schema::CHANNEL
+            ))
             .await?;
         Ok(connection)
     }
 
-    /// Whether a failed statement lost the connection.
-    fn failure(&self, c: &Connection, what: &str, e: tokio_postgres::Error) -> Failure {
-        if c.client.is_closed() {
+    /// Whether a failed statement lost the connection (or a server
+    /// shutting down, or an error of the connection's class, which
+    /// reconnecting may mend); otherwise the server refused it (logged).
+    fn lost(&self, c: &Connection, what: &str, e: &tokio_postgres::Error) -> bool {
+        let class = e.code().map(|code| &code.code()[..2]);
+        let lost = c.client.is_closed() || matches!(class, None | Some("08") | Some("57"));
+        if lost {
             log::warn!(
-                "smartpool-postgres: worker {}: {what}: connection lost: {e}",
+                "smartpool-postgres: worker {}: {what}: {e}; reconnecting",
                 self.me
             );
-            Failure::Disconnected
         } else {
             log::error!("smartpool-postgres: worker {}: {what}: {e}", self.me);
-            Failure::Refused
         }
+        lost
     }
 
-    /// Writes the outcomes reported so far; stops at a lost connection,
-    /// keeping the rest.
-    async fn write_outcomes(&mut self, c: &Connection) -> Result<(), ()> {
-        while let Some((id, outcome)) = self.pending.pop_front() {
-            let lease_secs = self.options.backoff.as_secs_f64();
-            let max_secs = self.options.max_backoff.as_secs_f64();
+    /// Writes the outcomes reported so far. A refused write is retried
+    /// later (up to [`MAX_REFUSALS`] times): returns when to write again.
+    async fn write_outcomes(&mut self, c: &Connection) -> Result<Instant, Disconnected> {
+        let backoff_secs = self.options.backoff.as_secs_f64();
+        let max_secs = self.options.max_backoff.as_secs_f64();
+        while let Some((id, outcome, refusals)) = self.pending.pop_front() {
             let me = &self.me;
             let written = match &outcome {
                 Outcome::Done if self.options.keep_done => {
@@ -512,7 +609,7 @@ impl Fetcher {
                 Outcome::Done => c.client.execute(DONE_DELETE, &[&id, me]).await,
                 Outcome::Failed(error) => {
                     c.client
-                        .execute(FAILED, &[&id, me, error, &lease_secs, &max_secs])
+                        .execute(FAILED, &[&id, me, error, &backoff_secs, &max_secs])
                         .await
                 }
                 Outcome::Dead(error) => c.client.execute(DEAD, &[&id, me, error]).await,
@@ -526,72 +623,103 @@ impl Fetcher {
                     self.me
                 ),
                 Err(e) => {
-                    if let Failure::Disconnected = self.failure(c, "writing an outcome", e) {
-                        self.pending.push_front((id, outcome));
-                        return Err(());
+                    if self.lost(c, "writing an outcome", &e) {
+                        self.pending.push_front((id, outcome, refusals));
+                        return Err(Disconnected);
                     }
+                    if refusals + 1 < MAX_REFUSALS {
+                        self.pending.push_back((id, outcome, refusals + 1));
+                        let pause = Duration::from_millis(200) * (refusals + 1);
+                        return Ok(Instant::now() + pause);
+                    }
+                    log::error!(
+                        "smartpool-postgres: worker {}: job {id}'s outcome ({outcome:?}) was \
+                         refused {MAX_REFUSALS} times and is given up: the job runs again once \
+                         its lease expires",
+                        self.me
+                    );
                 }
             }
             self.held.remove(&id);
         }
-        Ok(())
+        Ok(Instant::now())
     }
 
-    /// Claims what the pool can start now and submits it.
-    async fn claim(&mut self, c: &Connection, backlog: &mut bool) -> Result<(), ()> {
+    /// Claims what the pool can start now and submits it; returns whether
+    /// more may be claimable (the claim was full).
+    async fn claim(&mut self, c: &Connection) -> Result<bool, Disconnected> {
         let room = self.capacity.saturating_sub(self.held.len());
         if room == 0 {
-            return Ok(());
+            return Ok(true);
         }
         let lease = self.options.lease.as_secs_f64();
+        let held: Vec<i64> = self.held.iter().copied().collect();
+        let kinds = self.options.only_known_kinds.then(|| self.registry.kinds());
         let rows = match c
             .client
             .query(
                 CLAIM,
-                &[&self.options.levels, &(room as i64), &self.me, &lease],
+                &[
+                    &self.options.levels,
+                    &(room as i64),
+                    &self.me,
+                    &lease,
+                    &held,
+                    &kinds,
+                ],
             )
             .await
         {
             Ok(rows) => rows,
             Err(e) => {
-                return match self.failure(c, "claiming", e) {
-                    Failure::Disconnected => Err(()),
-                    Failure::Refused => {
-                        *backlog = false; // until the next poll
-                        Ok(())
-                    }
+                return if self.lost(c, "claiming", &e) {
+                    Err(Disconnected)
+                } else {
+                    Ok(false) // until the next poll or notice
                 };
             }
         };
-        *backlog = rows.len() == room;
-        let mut jobs: Vec<Job> = rows
+        let full = rows.len() == room;
+        let mut jobs: Vec<(Job, String)> = rows
             .iter()
-            .map(|row| Job {
-                id: row.get(0),
-                kind: row.get(1),
-                payload: row.get(2),
-                level: row.get(3),
-                deadline: row.get(4),
-                attempt: row.get(5),
-                max_attempts: row.get(6),
+            .map(|row| {
+                let job = Job {
+                    id: row.get(0),
+                    kind: row.get(1),
+                    payload: row.get(2),
+                    level: row.get(3),
+                    deadline: row.get(4),
+                    attempt: row.get(5),
+                    max_attempts: row.get(6),
+                };
+                (job, row.get::<_, String>(7))
             })
             .collect();
         // In claim order: by level, then deadline (none last), then id.
-        jobs.sort_by_key(|j| (j.level, j.deadline.is_none(), j.deadline, j.id));
-        for job in jobs {
+        jobs.sort_by_key(|(j, _)| (j.level, j.deadline.is_none(), j.deadline, j.id));
+        for (job, was) in jobs {
             let id = job.id;
-            self.held.insert(id, ());
+            self.held.insert(id);
             let report = Report {
                 id,
                 outcomes: self.outcomes.clone(),
                 sent: false,
             };
             if job.attempt > job.max_attempts {
-                report.send(Outcome::Dead(format!(
-                    "no attempt left: this would be attempt {} of at most {} (the last one's \
-                     lease expired: the worker running it stopped)",
-                    job.attempt, job.max_attempts
-                )));
+                report.send(Outcome::Dead(if was == "running" {
+                    format!(
+                        "its last attempt ({} of {}) ended without an outcome: the lease \
+                         expired (the worker running it stopped)",
+                        job.attempt - 1,
+                        job.max_attempts
+                    )
+                } else {
+                    format!(
+                        "no attempt left: {} made, at most {}",
+                        job.attempt - 1,
+                        job.max_attempts
+                    )
+                }));
                 continue;
             }
             if !self.registry.knows(&job.kind) {
@@ -601,34 +729,36 @@ impl Fetcher {
                 )));
                 continue;
             }
+            if self.pool_closed {
+                report.send(Outcome::Released);
+                continue;
+            }
             let level = job.level;
             if let Err(task) = (self.submit)(level, job_task(self.registry.clone(), job, report)) {
                 // The pool is closing: the dropped task releases the job;
                 // claim no more.
                 drop(task);
-                *backlog = false;
+                self.pool_closed = true;
                 log::debug!(
-                    "smartpool-postgres: worker {}: the pool refused a job; releasing",
+                    "smartpool-postgres: worker {}: the pool is closing; its jobs are released",
                     self.me
                 );
             }
         }
-        Ok(())
+        Ok(full && !self.pool_closed)
     }
 
     /// Renews the leases of the jobs held.
-    async fn renew(&self, c: &Connection) -> Result<(), ()> {
+    async fn renew(&self, c: &Connection) -> Result<(), Disconnected> {
         if self.held.is_empty() {
             return Ok(());
         }
-        let ids: Vec<i64> = self.held.keys().copied().collect();
+        let ids: Vec<i64> = self.held.iter().copied().collect();
         let lease = self.options.lease.as_secs_f64();
         match c.client.execute(RENEW, &[&ids, &self.me, &lease]).await {
             Ok(_) => Ok(()),
-            Err(e) => {
-                self.failure(c, "renewing leases", e);
-                Err(())
-            }
+            Err(e) if self.lost(c, "renewing leases", &e) => Err(Disconnected),
+            Err(_) => Ok(()),
         }
     }
 }
