@@ -399,12 +399,16 @@ const RENEW: &str = "\
 UPDATE smartpool_jobs SET locked_until = now() + make_interval(secs => $3)
 WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'";
 
-const DONE_DELETE: &str =
-    "DELETE FROM smartpool_jobs WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+/// Every job of `$1` done, in one statement; returns those written.
+const DONE_DELETE: &str = "\
+DELETE FROM smartpool_jobs WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'
+RETURNING id";
 
+/// As [`DONE_DELETE`], keeping the rows as `done`.
 const DONE_KEEP: &str = "\
 UPDATE smartpool_jobs SET state = 'done', locked_until = NULL, finished_at = now()
-WHERE id = $1 AND locked_by = $2 AND state = 'running'";
+WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'
+RETURNING id";
 
 /// The backoff doubles per attempt from `$4` seconds, at most `$5` (the
 /// exponent capped so that the power cannot overflow).
@@ -595,18 +599,56 @@ impl Fetcher {
         lost
     }
 
-    /// Writes the outcomes reported so far. A refused write is retried
-    /// later (up to [`MAX_REFUSALS`] times): returns when to write again.
+    /// Writes the outcomes reported so far: those of finished jobs in one
+    /// statement, the others one by one. A refused write is retried later
+    /// (up to [`MAX_REFUSALS`] times): returns when to write again.
     async fn write_outcomes(&mut self, c: &Connection) -> Result<Instant, Disconnected> {
         let backoff_secs = self.options.backoff.as_secs_f64();
         let max_secs = self.options.max_backoff.as_secs_f64();
+        let mut retry_at = Instant::now();
+        // Finished jobs first, together.
+        let (done, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, outcome, _)| matches!(outcome, Outcome::Done));
+        self.pending = rest;
+        if !done.is_empty() {
+            let ids: Vec<i64> = done.iter().map(|(id, _, _)| *id).collect();
+            let statement = if self.options.keep_done {
+                DONE_KEEP
+            } else {
+                DONE_DELETE
+            };
+            match c.client.query(statement, &[&ids, &self.me]).await {
+                Ok(rows) => {
+                    let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    for id in ids {
+                        if !written.contains(&id) {
+                            self.passed_on(id, &Outcome::Done);
+                        }
+                        self.held.remove(&id);
+                    }
+                }
+                Err(e) => {
+                    let lost = self.lost(c, "writing outcomes", &e);
+                    for (id, outcome, refusals) in done.into_iter().rev() {
+                        if lost {
+                            self.pending.push_front((id, outcome, refusals));
+                        } else if let Some(at) = self.refused(id, outcome, refusals) {
+                            retry_at = at;
+                        }
+                    }
+                    if lost {
+                        return Err(Disconnected);
+                    }
+                    return Ok(retry_at);
+                }
+            }
+        }
+        let mut later = VecDeque::new();
         while let Some((id, outcome, refusals)) = self.pending.pop_front() {
             let me = &self.me;
             let written = match &outcome {
-                Outcome::Done if self.options.keep_done => {
-                    c.client.execute(DONE_KEEP, &[&id, me]).await
-                }
-                Outcome::Done => c.client.execute(DONE_DELETE, &[&id, me]).await,
+                Outcome::Done => unreachable!("written above"),
                 Outcome::Failed(error) => {
                     c.client
                         .execute(FAILED, &[&id, me, error, &backoff_secs, &max_secs])
@@ -617,32 +659,49 @@ impl Fetcher {
             };
             match written {
                 Ok(1) => {}
-                Ok(_) => log::warn!(
-                    "smartpool-postgres: worker {}: job {id}'s lease had passed to another \
-                     worker; this attempt's outcome ({outcome:?}) is dropped",
-                    self.me
-                ),
+                Ok(_) => self.passed_on(id, &outcome),
                 Err(e) => {
                     if self.lost(c, "writing an outcome", &e) {
                         self.pending.push_front((id, outcome, refusals));
+                        self.pending.extend(later);
                         return Err(Disconnected);
                     }
-                    if refusals + 1 < MAX_REFUSALS {
-                        self.pending.push_back((id, outcome, refusals + 1));
-                        let pause = Duration::from_millis(200) * (refusals + 1);
-                        return Ok(Instant::now() + pause);
+                    if let Some(at) = self.refused(id, outcome, refusals) {
+                        retry_at = at;
+                        later.push_back(self.pending.pop_back().expect("just pushed"));
                     }
-                    log::error!(
-                        "smartpool-postgres: worker {}: job {id}'s outcome ({outcome:?}) was \
-                         refused {MAX_REFUSALS} times and is given up: the job runs again once \
-                         its lease expires",
-                        self.me
-                    );
+                    continue;
                 }
             }
             self.held.remove(&id);
         }
-        Ok(Instant::now())
+        self.pending.extend(later);
+        Ok(retry_at)
+    }
+
+    /// An outcome whose lease another worker has taken since: dropped.
+    fn passed_on(&self, id: i64, outcome: &Outcome) {
+        log::warn!(
+            "smartpool-postgres: worker {}: job {id}'s lease had passed to another \
+             worker; this attempt's outcome ({outcome:?}) is dropped",
+            self.me
+        );
+    }
+
+    /// A write the server refused: queued again with one refusal more
+    /// (returns when to try again), or, past [`MAX_REFUSALS`], given up.
+    fn refused(&mut self, id: i64, outcome: Outcome, refusals: u32) -> Option<Instant> {
+        if refusals + 1 < MAX_REFUSALS {
+            self.pending.push_back((id, outcome, refusals + 1));
+            return Some(Instant::now() + Duration::from_millis(200) * (refusals + 1));
+        }
+        log::error!(
+            "smartpool-postgres: worker {}: job {id}'s outcome ({outcome:?}) was refused \
+             {MAX_REFUSALS} times and is given up: the job runs again once its lease expires",
+            self.me
+        );
+        self.held.remove(&id);
+        None
     }
 
     /// Claims what the pool can start now and submits it; returns whether

@@ -113,7 +113,9 @@ fn hang(url: &str, out: &Path) {
                 .create(true)
                 .open(&out)
                 .unwrap();
-            writeln!(f, "{} {}", job.id(), now_us()).unwrap();
+            // One write of the whole line.
+            f.write_all(format!("{} {}\n", job.id(), now_us()).as_bytes())
+                .unwrap();
             f.sync_all().unwrap();
             block_forever()
         },
@@ -138,9 +140,11 @@ fn block_forever() -> ! {
     }
 }
 
+/// The complete lines of `path` (a writer may be mid-line), as numbers.
 fn lines(path: &Path) -> Vec<Vec<u64>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+    complete
         .lines()
         .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())
         .collect()

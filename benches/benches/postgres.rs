@@ -1,0 +1,192 @@
+//! smartpool-postgres on this machine: jobs per second claimed and
+//! completed by one and by two pools, and how long an urgent job waits
+//! while a backlog drains, against a throwaway PostgreSQL server
+//! (`TempCluster`; or `SMARTPOOL_PG_URL`).
+//!
+//! * **P1, throughput**: `n` empty jobs, enqueued in one statement, then
+//!   drained by one pool of 2 threads, by two such pools (in this
+//!   process), and by one pool that may hold 16 jobs at once (claims of
+//!   up to 16 instead of 2). Jobs per second, enqueue excluded; medians.
+//! * **P2, urgent wait**: two pools of 2 threads drain a backlog of jobs
+//!   of 200 µs on level 1 while 20 urgent jobs arrive on level 0, one
+//!   every 10 ms: enqueue to start, p50 and max; with each pool's
+//!   capacity at its threads (the default) and at 16.
+//!
+//! Full run: `cargo bench -p smartpool-bench --bench postgres`
+//! CI size:  `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench --bench postgres`
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// A pool serving levels 0 and 1 with `capacity`; counts jobs run.
+struct Server {
+    owned: smartpool::OwnedPool<smartpool::Leveled>,
+    worker: Worker,
+}
+
+fn server(
+    url: &str,
+    capacity: usize,
+    ran: &Arc<AtomicUsize>,
+    waits: &Arc<Mutex<Vec<u64>>>,
+) -> Server {
+    let (r, r2, w) = (ran.clone(), ran.clone(), waits.clone());
+    let registry = Registry::new()
+        .handle("empty", move |_| {
+            r.fetch_add(1, Ordering::Relaxed);
+            async { Ok(()) }
+        })
+        .handle("cpu", move |_| {
+            let until = Instant::now() + Duration::from_micros(200);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            r2.fetch_add(1, Ordering::Relaxed);
+            async { Ok(()) }
+        })
+        .handle("urgent", move |job| {
+            let enqueued = u64::from_le_bytes(job.payload().try_into().unwrap());
+            w.lock().unwrap().push(now_us().saturating_sub(enqueued));
+            async { Ok(()) }
+        });
+    let owned = smartpool::Builder::new()
+        .levels(2)
+        .threads(2)
+        .build()
+        .unwrap();
+    let worker = Worker::serve(
+        url,
+        &owned.pool,
+        |level| level as usize,
+        registry,
+        ServeOptions::new([0, 1]).capacity(capacity),
+    )
+    .unwrap();
+    Server { owned, worker }
+}
+
+fn close(servers: Vec<Server>) {
+    for s in servers {
+        s.worker.close().wait();
+        s.owned.close().wait();
+    }
+}
+
+fn wait_for(count: &AtomicUsize, n: usize) {
+    while count.load(Ordering::Relaxed) < n {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// P1, one rep: jobs per second for `pools` pools of `capacity`.
+fn throughput(url: &str, queue: &Queue, n: usize, pools: usize, capacity: usize) -> f64 {
+    queue
+        .enqueue_many(
+            (0..n)
+                .map(|_| NewJob::new("empty", vec![]).level(1))
+                .collect(),
+        )
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let servers: Vec<Server> = (0..pools)
+        .map(|_| server(url, capacity, &ran, &waits))
+        .collect();
+    wait_for(&ran, n);
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    close(servers);
+    rate
+}
+
+/// P2, one rep: the urgent jobs' waits (µs), sorted.
+fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Vec<u64> {
+    queue
+        .enqueue_many(
+            (0..backlog)
+                .map(|_| NewJob::new("cpu", vec![]).level(1))
+                .collect(),
+        )
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let servers: Vec<Server> = (0..2)
+        .map(|_| server(url, capacity, &ran, &waits))
+        .collect();
+    wait_for(&ran, backlog / 10);
+    for _ in 0..20 {
+        queue
+            .enqueue(NewJob::new("urgent", now_us().to_le_bytes().to_vec()))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_for(&ran, backlog);
+    while waits.lock().unwrap().len() < 20 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    close(servers);
+    let mut waits = waits.lock().unwrap().clone();
+    waits.sort();
+    waits
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
+    // The bench harness passes `--bench`; nothing else to parse.
+    let _cluster;
+    let url = match std::env::var("SMARTPOOL_PG_URL") {
+        Ok(url) => url,
+        Err(_) => {
+            let cluster = TempCluster::start().expect("a throwaway PostgreSQL server");
+            let url = cluster.url();
+            _cluster = cluster;
+            url
+        }
+    };
+    let queue = Queue::connect(&url).unwrap();
+    let (n, reps, backlog) = if quick {
+        (300, 1, 200)
+    } else {
+        (20_000, 3, 6_000)
+    };
+    println!("smartpool-postgres: {n} empty jobs, {reps} reps, pools of 2 threads");
+    println!("| row | jobs/s |");
+    println!("|---|---|");
+    for (name, pools, capacity) in [
+        ("P1 one pool, capacity 2 (its threads)", 1, 2),
+        ("P1 two pools, capacity 2 each", 2, 2),
+        ("P1 one pool, capacity 16", 1, 16),
+    ] {
+        let rates: Vec<f64> = (0..reps)
+            .map(|_| throughput(&url, &queue, n, pools, capacity))
+            .collect();
+        println!("| {name} | {:.0} |", median(rates));
+    }
+    println!();
+    println!("P2: 20 urgent jobs, one every 10 ms, while two pools drain {backlog} jobs of 200 µs");
+    println!("| capacity | urgent wait p50 | max |");
+    println!("|---|---|---|");
+    for capacity in [2, 16] {
+        let waits = urgent_waits(&url, &queue, backlog, capacity);
+        println!(
+            "| {capacity} | {:.2} ms | {:.2} ms |",
+            waits[waits.len() / 2] as f64 / 1e3,
+            waits[waits.len() - 1] as f64 / 1e3
+        );
+    }
+}
