@@ -161,7 +161,10 @@ fn start_in(bin: &Path, dir: &Path) -> Result<Child, Error> {
         .arg(bin)
         .arg(dir)
         .stdin(Stdio::piped())
+        // Nothing of the test's output stays open in the watchdog (the
+        // server logs to a file in the directory).
         .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .map_err(Error::Thread)
 }

@@ -2,7 +2,7 @@
 //! has the protocol). Its database thread claims, renews leases and
 //! writes outcomes; the pool's workers run the handlers.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use futures::FutureExt;
-use smartpool::{Exec, Pool, PoolBehavior};
+use smartpool::{AbortHandle, Exec, Pool, PoolBehavior};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -157,15 +157,18 @@ enum Outcome {
 /// A job's task, boxed.
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Puts a job's task on the channel of its level; gives it back if the
-/// pool refuses it.
-type Submit = Box<dyn Fn(i32, Task) -> Result<(), Task> + Send + Sync>;
+/// Puts a job's task on the channel of its level (returns a handle to
+/// abort it); gives it back if the pool refuses it.
+type Submit = Box<dyn Fn(i32, Task) -> Result<AbortHandle, Task> + Send + Sync>;
+
+/// A request to close: who waits, and when to abort the jobs still held.
+type CloseRequest = (oneshot::Sender<()>, Option<Duration>);
 
 /// A pool serving levels of the jobs table: see the crate doc.
 #[derive(Debug)]
 pub struct Worker {
     id: String,
-    close: Option<mpsc::UnboundedSender<oneshot::Sender<()>>>,
+    close: Option<mpsc::UnboundedSender<CloseRequest>>,
 }
 
 impl Worker {
@@ -200,10 +203,8 @@ impl Worker {
         let pool = pool.clone();
         let submit: Submit = Box::new(move |level, task| {
             match pool.channel(route(level)).try_exec(task) {
-                Ok(handle) => {
-                    drop(handle); // detached: the task reports its outcome
-                    Ok(())
-                }
+                // Detached: the task reports its outcome.
+                Ok(handle) => Ok(handle.abort_handle()),
                 Err(rejected) => Err(rejected.into_inner()),
             }
         });
@@ -233,7 +234,7 @@ impl Worker {
             registry: Arc::new(registry),
             submit,
             outcomes,
-            held: HashSet::new(),
+            held: HashMap::new(),
             pending: VecDeque::new(),
             pool_closed: false,
         };
@@ -259,9 +260,22 @@ impl Worker {
     /// pool to let held jobs finish; closing the pool first drops the
     /// jobs of levels that do not complete on close, which releases them.
     pub fn close(mut self) -> WorkerClose {
+        self.request_close(None)
+    }
+
+    /// As [`Worker::close`], but once `timeout` has passed, aborts the
+    /// tasks of the jobs still held: each is dropped at its next
+    /// suspension point (a handler blocked in synchronous code finishes
+    /// that first) and its job released, queued again with the attempt
+    /// not counted.
+    pub fn close_timeout(mut self, timeout: Duration) -> WorkerClose {
+        self.request_close(Some(timeout))
+    }
+
+    fn request_close(&mut self, timeout: Option<Duration>) -> WorkerClose {
         let (tx, rx) = oneshot::channel();
         if let Some(close) = self.close.take() {
-            let _ = close.send(tx);
+            let _ = close.send((tx, timeout));
         }
         WorkerClose(rx)
     }
@@ -272,7 +286,7 @@ impl Drop for Worker {
     fn drop(&mut self) {
         if let Some(close) = self.close.take() {
             let (tx, _) = oneshot::channel();
-            let _ = close.send(tx);
+            let _ = close.send((tx, None));
         }
     }
 }
@@ -361,8 +375,9 @@ struct Fetcher {
     registry: Arc<Registry>,
     submit: Submit,
     outcomes: mpsc::UnboundedSender<(i64, Outcome)>,
-    /// Jobs claimed and not yet reported, by id.
-    held: HashSet<i64>,
+    /// Jobs claimed and not yet reported, by id, with a handle to abort
+    /// their task (none for a job reported at its claim).
+    held: HashMap<i64, Option<AbortHandle>>,
     /// Outcomes reported and not yet written, each with the writes the
     /// server refused so far.
     pending: VecDeque<(i64, Outcome, u32)>,
@@ -439,7 +454,7 @@ impl Fetcher {
         mut self,
         ready: oneshot::Sender<Result<(), Error>>,
         mut outcomes: mpsc::UnboundedReceiver<(i64, Outcome)>,
-        mut close: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+        mut close: mpsc::UnboundedReceiver<CloseRequest>,
     ) {
         let mut connection = match self.connect().await {
             Ok(c) => Some(c),
@@ -451,6 +466,8 @@ impl Fetcher {
         let _ = ready.send(Ok(()));
         let mut closing: Option<Vec<oneshot::Sender<()>>> = None;
         let mut close_open = true;
+        // When to abort the tasks still held (a close with a deadline).
+        let mut abort_at: Option<Instant> = None;
         // Whether a claim may find jobs: after a notice, a poll, a full
         // claim, or a (re)connection.
         let mut backlog = true;
@@ -507,6 +524,19 @@ impl Fetcher {
                 }
                 renew_now = false;
             }
+            if abort_at.is_some_and(|at| Instant::now() >= at) {
+                abort_at = None;
+                let mut aborted = 0;
+                for handle in self.held.values().flatten() {
+                    handle.abort();
+                    aborted += 1;
+                }
+                log::info!(
+                    "smartpool-postgres: worker {}: close's deadline passed; {aborted} jobs aborted \
+                     (released as their tasks drop)",
+                    self.me
+                );
+            }
             if let Some(waiters) = &mut closing {
                 if self.held.is_empty() && self.pending.is_empty() {
                     for waiter in waiters.drain(..) {
@@ -523,6 +553,9 @@ impl Fetcher {
             }
             if !self.pending.is_empty() {
                 wake_at = wake_at.min(outcomes_at);
+            }
+            if let Some(at) = abort_at {
+                wake_at = wake_at.min(at);
             }
             tokio::select! {
                 Some(report) = outcomes.recv() => {
@@ -542,9 +575,15 @@ impl Fetcher {
                         while c.notes.try_recv().is_ok() {}
                     }
                 }
-                waiter = close.recv(), if close_open => {
-                    match waiter {
-                        Some(waiter) => closing.get_or_insert_with(Vec::new).push(waiter),
+                request = close.recv(), if close_open => {
+                    match request {
+                        Some((waiter, timeout)) => {
+                            closing.get_or_insert_with(Vec::new).push(waiter);
+                            if let Some(timeout) = timeout {
+                                let at = Instant::now() + timeout;
+                                abort_at = Some(abort_at.map_or(at, |a| a.min(at)));
+                            }
+                        }
                         None => {
                             close_open = false;
                             closing.get_or_insert_with(Vec::new);
@@ -712,7 +751,7 @@ impl Fetcher {
             return Ok(true);
         }
         let lease = self.options.lease.as_secs_f64();
-        let held: Vec<i64> = self.held.iter().copied().collect();
+        let held: Vec<i64> = self.held.keys().copied().collect();
         let kinds = self.options.only_known_kinds.then(|| self.registry.kinds());
         let rows = match c
             .client
@@ -758,7 +797,7 @@ impl Fetcher {
         jobs.sort_by_key(|(j, _)| (j.level, j.deadline.is_none(), j.deadline, j.id));
         for (job, was) in jobs {
             let id = job.id;
-            self.held.insert(id);
+            self.held.insert(id, None);
             let report = Report {
                 id,
                 outcomes: self.outcomes.clone(),
@@ -793,15 +832,20 @@ impl Fetcher {
                 continue;
             }
             let level = job.level;
-            if let Err(task) = (self.submit)(level, job_task(self.registry.clone(), job, report)) {
-                // The pool is closing: the dropped task releases the job;
-                // claim no more.
-                drop(task);
-                self.pool_closed = true;
-                log::debug!(
-                    "smartpool-postgres: worker {}: the pool is closing; its jobs are released",
-                    self.me
-                );
+            match (self.submit)(level, job_task(self.registry.clone(), job, report)) {
+                Ok(handle) => {
+                    self.held.insert(id, Some(handle));
+                }
+                Err(task) => {
+                    // The pool is closing: the dropped task releases the job;
+                    // claim no more.
+                    drop(task);
+                    self.pool_closed = true;
+                    log::debug!(
+                        "smartpool-postgres: worker {}: the pool is closing; its jobs are released",
+                        self.me
+                    );
+                }
             }
         }
         Ok(full && !self.pool_closed)
@@ -812,7 +856,7 @@ impl Fetcher {
         if self.held.is_empty() {
             return Ok(());
         }
-        let ids: Vec<i64> = self.held.iter().copied().collect();
+        let ids: Vec<i64> = self.held.keys().copied().collect();
         let lease = self.options.lease.as_secs_f64();
         match c.client.execute(RENEW, &[&ids, &self.me, &lease]).await {
             Ok(_) => Ok(()),

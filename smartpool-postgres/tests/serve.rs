@@ -421,3 +421,29 @@ fn malformed_rows_are_run_or_buried_with_a_reason() {
     let error = buried.last_error.unwrap();
     assert!(error.contains("no attempt left"), "{error}");
 }
+
+/// A handler that waits for something that never comes holds close
+/// forever; `close_timeout` aborts it at the deadline, and its job is
+/// released (queued again, the attempt not counted).
+#[test]
+fn close_timeout_aborts_held_jobs_and_releases_them() {
+    let url = fresh_db("abort");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue.enqueue(NewJob::new("stuck", vec![])).unwrap();
+    let started = Gate::default();
+    let s = started.clone();
+    let registry = Registry::new().handle("stuck", move |_| {
+        s.open();
+        async {
+            std::future::pending::<()>().await; // never resolves
+            Ok(())
+        }
+    });
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let worker = Worker::serve(&url, &owned.pool, |_| 0, registry, ServeOptions::new([0])).unwrap();
+    started.wait();
+    worker.close_timeout(Duration::from_millis(50)).wait();
+    owned.close().wait();
+    let row = queue.job(id).unwrap().unwrap();
+    assert_eq!((row.state, row.attempts), (JobState::Queued, 0), "{row:?}");
+}
