@@ -66,7 +66,8 @@
 //!   expired.
 //! * **Close.** [`Worker::close`] stops claiming, waits until every job the
 //!   worker holds has finished or been released, and writes their
-//!   outcomes.
+//!   outcomes; [`Worker::close_timeout`] aborts the jobs still held at its
+//!   deadline, which releases them.
 //!
 //! # What is guaranteed
 //!
