@@ -28,7 +28,10 @@ const URGENT: usize = 20;
 const REPS: usize = 3;
 
 fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
 }
 
 fn spin(us: u64) {
@@ -53,7 +56,11 @@ struct Counts {
 
 // ---- smartpool-postgres ----
 
-fn sp_pool(url: &str, capacity: usize, counts: &Counts) -> (smartpool::OwnedPool<smartpool::Leveled>, Worker) {
+fn sp_pool(
+    url: &str,
+    capacity: usize,
+    counts: &Counts,
+) -> (smartpool::OwnedPool<smartpool::Leveled>, Worker) {
     let (c1, c2, c3) = (counts.clone(), counts.clone(), counts.clone());
     let registry = Registry::new()
         .handle("empty", move |_| {
@@ -67,10 +74,17 @@ fn sp_pool(url: &str, capacity: usize, counts: &Counts) -> (smartpool::OwnedPool
         })
         .handle("urgent", move |job| {
             let enqueued = u64::from_le_bytes(job.payload().try_into().unwrap());
-            c3.waits.lock().unwrap().push(now_us().saturating_sub(enqueued));
+            c3.waits
+                .lock()
+                .unwrap()
+                .push(now_us().saturating_sub(enqueued));
             async { Ok(()) }
         });
-    let owned = smartpool::Builder::new().levels(2).threads(2).build().unwrap();
+    let owned = smartpool::Builder::new()
+        .levels(2)
+        .threads(2)
+        .build()
+        .unwrap();
     let worker = Worker::serve(
         url,
         &owned.pool,
@@ -91,7 +105,11 @@ fn sp_close(pools: Vec<(smartpool::OwnedPool<smartpool::Leveled>, Worker)>) {
 
 fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
     queue
-        .enqueue_many((0..P1_JOBS).map(|_| NewJob::new("empty", vec![]).level(1)).collect())
+        .enqueue_many(
+            (0..P1_JOBS)
+                .map(|_| NewJob::new("empty", vec![]).level(1))
+                .collect(),
+        )
         .unwrap();
     let counts = Counts::default();
     let start = Instant::now();
@@ -104,7 +122,11 @@ fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
 
 fn sp_p2(url: &str, queue: &Queue) -> Vec<u64> {
     queue
-        .enqueue_many((0..P2_BACKLOG).map(|_| NewJob::new("cpu", vec![]).level(1)).collect())
+        .enqueue_many(
+            (0..P2_BACKLOG)
+                .map(|_| NewJob::new("cpu", vec![]).level(1))
+                .collect(),
+        )
         .unwrap();
     let counts = Counts::default();
     let pools = vec![sp_pool(url, 2, &counts), sp_pool(url, 2, &counts)];
@@ -148,7 +170,9 @@ async fn apalis_push(pool: &PgPool, queue: &str, jobs: Vec<(Args, usize)>) {
                 TaskBuilder::new(bytes).priority(*priority).build()
             })
             .collect();
-        apalis_postgres::queries::push_tasks(&mut conn, queue, tasks).await.unwrap();
+        apalis_postgres::queries::push_tasks(&mut conn, queue, tasks)
+            .await
+            .unwrap();
     }
 }
 
@@ -169,7 +193,9 @@ fn apalis_worker(
         runtime.block_on(async move {
             let pool = PgPool::connect_with(options).await.unwrap();
             let config = Config::default().queue(queue).batch_size(batch);
-            let backend = PostgresStorage::<Args>::new(&pool).with_config(config).with_pubsub();
+            let backend = PostgresStorage::<Args>::new(&pool)
+                .with_config(config)
+                .with_pubsub();
             let c = counts.clone();
             let handler = move |args: Args, _wrk: WorkerContext| {
                 let c = c.clone();
@@ -182,7 +208,11 @@ fn apalis_worker(
                             spin(200);
                             c.ran.fetch_add(1, Ordering::Relaxed);
                         }
-                        _ => c.waits.lock().unwrap().push(now_us().saturating_sub(args.1)),
+                        _ => c
+                            .waits
+                            .lock()
+                            .unwrap()
+                            .push(now_us().saturating_sub(args.1)),
                     }
                     Ok::<(), BoxDynError>(())
                 }
@@ -203,24 +233,61 @@ fn apalis_worker(
     })
 }
 
-fn ap_p1(pool: &PgPool, options: &PgConnectOptions, rt: &tokio::runtime::Runtime, batch: usize, rep: usize) -> f64 {
+fn ap_p1(
+    pool: &PgPool,
+    options: &PgConnectOptions,
+    rt: &tokio::runtime::Runtime,
+    batch: usize,
+    rep: usize,
+) -> f64 {
     let queue: &'static str = Box::leak(format!("p1-{batch}-{rep}").into_boxed_str());
-    rt.block_on(apalis_push(pool, queue, (0..P1_JOBS).map(|_| ((0, 0), 0)).collect()));
+    rt.block_on(apalis_push(
+        pool,
+        queue,
+        (0..P1_JOBS).map(|_| ((0, 0), 0)).collect(),
+    ));
     let counts = Counts::default();
     let start = Instant::now();
-    let w = apalis_worker(options.clone(), queue, batch, counts.clone(), counts.ran.clone(), P1_JOBS, format!("w-{queue}"));
+    let w = apalis_worker(
+        options.clone(),
+        queue,
+        batch,
+        counts.clone(),
+        counts.ran.clone(),
+        P1_JOBS,
+        format!("w-{queue}"),
+    );
     wait_for(&counts.ran, P1_JOBS);
     let rate = P1_JOBS as f64 / start.elapsed().as_secs_f64();
     w.join().unwrap();
     rate
 }
 
-fn ap_p2(pool: &PgPool, options: &PgConnectOptions, rt: &tokio::runtime::Runtime, rep: usize) -> Vec<u64> {
+fn ap_p2(
+    pool: &PgPool,
+    options: &PgConnectOptions,
+    rt: &tokio::runtime::Runtime,
+    rep: usize,
+) -> Vec<u64> {
     let queue: &'static str = Box::leak(format!("p2-{rep}").into_boxed_str());
-    rt.block_on(apalis_push(pool, queue, (0..P2_BACKLOG).map(|_| ((1, 0), 0)).collect()));
+    rt.block_on(apalis_push(
+        pool,
+        queue,
+        (0..P2_BACKLOG).map(|_| ((1, 0), 0)).collect(),
+    ));
     let counts = Counts::default();
     let ws: Vec<_> = (0..2)
-        .map(|i| apalis_worker(options.clone(), queue, 10, counts.clone(), counts.ran.clone(), P2_BACKLOG, format!("w{i}-{queue}")))
+        .map(|i| {
+            apalis_worker(
+                options.clone(),
+                queue,
+                10,
+                counts.clone(),
+                counts.ran.clone(),
+                P2_BACKLOG,
+                format!("w{i}-{queue}"),
+            )
+        })
         .collect();
     wait_for(&counts.ran, P2_BACKLOG / 10);
     for _ in 0..URGENT {
@@ -254,7 +321,10 @@ fn main() {
         .to_owned();
     let queue = Queue::connect(&url).unwrap();
     let rt = apalis_runtime();
-    let options = PgConnectOptions::new().socket(&host).username("postgres").database("postgres");
+    let options = PgConnectOptions::new()
+        .socket(&host)
+        .username("postgres")
+        .database("postgres");
     let pool = rt.block_on(async {
         let pool = PgPool::connect_with(options.clone()).await.unwrap();
         PostgresStorage::setup(&pool).await.unwrap();
@@ -283,7 +353,9 @@ fn main() {
         p2[1].2.push(w[w.len() - 1]);
         eprintln!("rep {} done", rep + 1);
     }
-    println!("P1: {P1_JOBS} empty jobs, one consumer of 2 threads, medians of {REPS} interleaved reps");
+    println!(
+        "P1: {P1_JOBS} empty jobs, one consumer of 2 threads, medians of {REPS} interleaved reps"
+    );
     println!("| peer | jobs/s |");
     println!("|---|---|");
     for (name, rates) in p1 {
