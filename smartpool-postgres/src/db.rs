@@ -3,6 +3,7 @@
 //! notifications of `LISTEN`) are forwarded to the thread's main loop.
 
 use std::future::Future;
+use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -37,7 +38,17 @@ pub(crate) struct Connection {
 /// Connects to `url`, installs the schema if missing, and drives the
 /// connection on the current runtime.
 pub(crate) async fn connect(url: &str) -> Result<Connection, Error> {
-    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+    connect_with(url, None).await
+}
+
+/// [`connect`], with TCP's connect and user timeouts at `bound`, if given.
+pub(crate) async fn connect_with(url: &str, bound: Option<Duration>) -> Result<Connection, Error> {
+    let mut config: tokio_postgres::Config = url.parse()?;
+    if let Some(bound) = bound {
+        config.connect_timeout(bound);
+        config.tcp_user_timeout(bound);
+    }
+    let (client, mut connection) = config.connect(NoTls).await?;
     let (tx, notes) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -59,7 +59,11 @@
 //!   that doubles per attempt, or `dead` with the error after the last
 //!   attempt); released (the task was dropped before it finished, as a
 //!   closing pool drops a level that does not complete on close: queued
-//!   again, the attempt not counted).
+//!   again, the attempt not counted). A write the server refuses (a lock
+//!   or statement timeout: every statement of a worker waits at most a
+//!   third of the lease) is tried again on its own a few times over about
+//!   2 s, then given up with an error in the log, and the job runs again
+//!   once its lease expires.
 //! * **Notice.** An insert, or an update that leaves a row queued, notifies
 //!   `smartpool_jobs` (a trigger); workers `LISTEN`, and also look every
 //!   [`ServeOptions::poll`] for jobs that became due or whose lease

@@ -410,9 +410,15 @@ SET state = 'running', locked_by = $3,
 FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts, picked.was";
 
+/// Renews the leases of jobs `$1` that this worker (`$2`) holds, skipping
+/// rows someone else has locked (one such row must not hold back the
+/// others' renewals).
 const RENEW: &str = "\
 UPDATE smartpool_jobs SET locked_until = now() + make_interval(secs => $3)
-WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'";
+WHERE id IN (
+    SELECT id FROM smartpool_jobs
+    WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'
+    FOR UPDATE SKIP LOCKED)";
 
 /// Every job of `$1` done, in one statement; returns those written.
 const DONE_DELETE: &str = "\
@@ -483,7 +489,7 @@ impl Fetcher {
         loop {
             let now = Instant::now();
             if connection.as_ref().is_none_or(|c| c.client.is_closed()) && now >= reconnect_at {
-                match self.connect().await {
+                match self.connect_bounded().await {
                     Ok(c) => {
                         log::info!("smartpool-postgres: worker {} connected", self.me);
                         connection = Some(c);
@@ -516,6 +522,9 @@ impl Fetcher {
                     }
                     Ok::<(), Disconnected>(())
                 };
+                // Not cancelled on this side (what it holds would be lost):
+                // a server that stopped answering is noticed by the
+                // connection's TCP timeout (see `connect`).
                 if step.await.is_err() {
                     connection = None;
                     reconnect_at = Instant::now() + retry;
@@ -551,7 +560,9 @@ impl Fetcher {
             if !connected {
                 wake_at = wake_at.min(reconnect_at);
             }
-            if !self.pending.is_empty() {
+            // Outcomes wait for a connection: without one, only the
+            // reconnection's time wakes the loop.
+            if connected && !self.pending.is_empty() {
                 wake_at = wake_at.min(outcomes_at);
             }
             if let Some(at) = abort_at {
@@ -579,8 +590,8 @@ impl Fetcher {
                     match request {
                         Some((waiter, timeout)) => {
                             closing.get_or_insert_with(Vec::new).push(waiter);
-                            if let Some(timeout) = timeout {
-                                let at = Instant::now() + timeout;
+                            // A deadline past the clock's range is none.
+                            if let Some(at) = timeout.and_then(|t| Instant::now().checked_add(t)) {
                                 abort_at = Some(abort_at.map_or(at, |a| a.min(at)));
                             }
                         }
@@ -605,11 +616,25 @@ impl Fetcher {
         }
     }
 
+    /// [`Fetcher::connect`], given up (as a failure to connect) after a
+    /// third of the lease.
+    async fn connect_bounded(&self) -> Result<Connection, Error> {
+        match tokio::time::timeout(self.options.lease / 3, self.connect()).await {
+            Ok(connected) => connected,
+            Err(_) => Err(Error::Config(format!(
+                "no answer to a connection within {:?}",
+                self.options.lease / 3
+            ))),
+        }
+    }
+
     /// Connects, listens, and bounds every statement of the session by a
     /// third of the lease, so that nothing waits long enough on a lock to
-    /// let the leases of the jobs held expire.
+    /// let the leases of the jobs held expire. Over TCP, unacknowledged
+    /// data also ends the connection after a third of the lease (a server
+    /// that stopped answering sends nothing that would end a statement).
     async fn connect(&self) -> Result<Connection, Error> {
-        let connection = db::connect(&self.url).await?;
+        let connection = db::connect_with(&self.url, Some(self.options.lease / 3)).await?;
         let bound = (self.options.lease / 3).as_millis().max(1);
         connection
             .client
@@ -621,12 +646,17 @@ impl Fetcher {
         Ok(connection)
     }
 
-    /// Whether a failed statement lost the connection (or a server
-    /// shutting down, or an error of the connection's class, which
-    /// reconnecting may mend); otherwise the server refused it (logged).
+    /// Whether a failed statement lost the connection (or the server is
+    /// shutting down, or the error is of the connection's class: what
+    /// reconnecting may mend); otherwise the server refused it (logged),
+    /// as a statement or lock timeout does (57014, 55P03).
     fn lost(&self, c: &Connection, what: &str, e: &tokio_postgres::Error) -> bool {
-        let class = e.code().map(|code| &code.code()[..2]);
-        let lost = c.client.is_closed() || matches!(class, None | Some("08") | Some("57"));
+        let code = e.code().map(|code| code.code());
+        let lost = c.client.is_closed()
+            || match code {
+                None => true,
+                Some(code) => code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03"),
+            };
         if lost {
             log::warn!(
                 "smartpool-postgres: worker {}: {what}: {e}; reconnecting",
@@ -668,26 +698,51 @@ impl Fetcher {
                     }
                 }
                 Err(e) => {
-                    let lost = self.lost(c, "writing outcomes", &e);
-                    for (id, outcome, refusals) in done.into_iter().rev() {
-                        if lost {
-                            self.pending.push_front((id, outcome, refusals));
-                        } else if let Some(at) = self.refused(id, outcome, refusals) {
-                            retry_at = at;
+                    if self.lost(c, "writing outcomes", &e) {
+                        for item in done.into_iter().rev() {
+                            self.pending.push_front(item);
                         }
-                    }
-                    if lost {
                         return Err(Disconnected);
                     }
-                    return Ok(retry_at);
+                    // One row refused the whole statement: write them one
+                    // by one, so that only that row's outcome waits.
+                    let mut items: Vec<_> = done.into_iter().collect();
+                    for i in 0..items.len() {
+                        let (id, refusals) = (items[i].0, items[i].2);
+                        match c.client.query(statement, &[&vec![id], &self.me]).await {
+                            Ok(rows) => {
+                                if rows.is_empty() {
+                                    self.passed_on(id, &Outcome::Done);
+                                }
+                                self.held.remove(&id);
+                            }
+                            Err(e) if self.lost(c, "writing an outcome", &e) => {
+                                for item in items.split_off(i).into_iter().rev() {
+                                    self.pending.push_front(item);
+                                }
+                                return Err(Disconnected);
+                            }
+                            Err(_) => {
+                                if let Some(at) = self.refused(id, Outcome::Done, refusals) {
+                                    retry_at = at;
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
+        let done = if self.options.keep_done {
+            DONE_KEEP
+        } else {
+            DONE_DELETE
+        };
         let mut later = VecDeque::new();
         while let Some((id, outcome, refusals)) = self.pending.pop_front() {
             let me = &self.me;
             let written = match &outcome {
-                Outcome::Done => unreachable!("written above"),
+                // Refused in the batch above, once more on its own.
+                Outcome::Done => c.client.execute(done, &[&vec![id], me]).await,
                 Outcome::Failed(error) => {
                     c.client
                         .execute(FAILED, &[&id, me, error, &backoff_secs, &max_secs])

@@ -447,3 +447,61 @@ fn close_timeout_aborts_held_jobs_and_releases_them() {
     let row = queue.job(id).unwrap().unwrap();
     assert_eq!((row.state, row.attempts), (JobState::Queued, 0), "{row:?}");
 }
+
+/// Another session holds one finished job's row locked: the statement that
+/// writes both finished jobs is refused (lock_timeout), then each is
+/// written on its own, so the other job's outcome does not wait; the
+/// locked one is written once the lock goes. Leases of the other held
+/// jobs are renewed meanwhile (the renewal skips the locked row).
+#[test]
+fn a_row_locked_elsewhere_holds_back_only_its_own_outcome() {
+    let url = fresh_db("locked");
+    let name = common::db_name("locked");
+    let queue = Queue::connect(&url).unwrap();
+    let ids = queue
+        .enqueue_many(vec![
+            NewJob::new("gated", vec![]),
+            NewJob::new("gated", vec![]),
+        ])
+        .unwrap();
+    let (two_started, gate) = (common::CountDown::new(2), Gate::default());
+    let (s, g) = (two_started.clone(), gate.clone());
+    let registry = Registry::new().handle("gated", move |_| {
+        s.count_down();
+        g.wait();
+        async { Ok(()) }
+    });
+    let owned = smartpool::Builder::new().threads(2).build().unwrap();
+    let worker = Worker::serve(
+        &url,
+        &owned.pool,
+        |_| 0,
+        registry,
+        // Statements wait at most 100 ms for a lock.
+        ServeOptions::new([0])
+            .capacity(2)
+            .lease(Duration::from_millis(300)),
+    )
+    .unwrap();
+    two_started.wait();
+    // Another session locks the first job's row and keeps it locked.
+    let (locked, unlock) = (Gate::default(), Gate::default());
+    let (l, u) = (locked.clone(), unlock.clone());
+    let locked_id = ids[0];
+    let locker = std::thread::spawn(move || common::hold_row_lock(&name, locked_id, &l, &u));
+    locked.wait();
+    gate.open();
+    // The other job's row goes while the first is still locked.
+    while queue.job(ids[1]).unwrap().is_some() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Running);
+    unlock.open();
+    locker.join().unwrap();
+    worker.close().wait();
+    owned.close().wait();
+    assert!(
+        queue.job(ids[0]).unwrap().is_none(),
+        "written once the lock went"
+    );
+}

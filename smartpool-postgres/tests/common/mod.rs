@@ -108,3 +108,33 @@ impl CountDown {
         }
     }
 }
+
+/// In database `db`, locks job `id`'s row in a transaction, opens
+/// `locked`, waits for `unlock`, then commits.
+pub fn hold_row_lock(db: &str, id: i64, locked: &Gate, unlock: &Gate) {
+    let url = url_of(db);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("the test server");
+        tokio::spawn(connection);
+        client.batch_execute("BEGIN").await.unwrap();
+        client
+            .query(
+                "SELECT id FROM smartpool_jobs WHERE id = $1 FOR UPDATE",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        locked.open();
+        let unlock = unlock.clone();
+        tokio::task::spawn_blocking(move || unlock.wait())
+            .await
+            .unwrap();
+        client.batch_execute("COMMIT").await.unwrap();
+    });
+}
