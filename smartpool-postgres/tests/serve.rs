@@ -22,6 +22,31 @@ fn recording(tx: mpsc::Sender<i64>) -> Registry {
     })
 }
 
+/// A Builder pool of `levels` levels and `threads` threads, serving the
+/// table with `registry`: jobs of level `l` on the pool's level `l`.
+fn serve(
+    url: &str,
+    levels: usize,
+    threads: usize,
+    registry: Registry,
+    options: ServeOptions,
+) -> (smartpool::OwnedPool<smartpool::Leveled>, Worker) {
+    let owned = smartpool::Builder::new()
+        .levels(levels)
+        .threads(threads)
+        .build()
+        .unwrap();
+    let worker =
+        Worker::serve(url, &owned.pool, |level| level as usize, registry, options).unwrap();
+    (owned, worker)
+}
+
+/// Closes the worker, then its pool.
+fn close((owned, worker): (smartpool::OwnedPool<smartpool::Leveled>, Worker)) {
+    worker.close().wait();
+    owned.close().wait();
+}
+
 #[test]
 fn every_job_runs_once_and_is_deleted() {
     let url = fresh_db("once");
@@ -33,23 +58,10 @@ fn every_job_runs_once_and_is_deleted() {
                 .unwrap()
         })
         .collect();
-    let owned = smartpool::Builder::new()
-        .levels(3)
-        .threads(2)
-        .build()
-        .unwrap();
     let (tx, rx) = mpsc::channel();
-    let worker = Worker::serve(
-        &url,
-        &owned.pool,
-        |level| level as usize,
-        recording(tx),
-        ServeOptions::new([0, 1, 2]),
-    )
-    .unwrap();
+    let served = serve(&url, 3, 2, recording(tx), ServeOptions::new([0, 1, 2]));
     let mut ran: Vec<i64> = (0..60).map(|_| rx.recv().unwrap()).collect();
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
     ran.sort();
     ids.sort();
     assert_eq!(ran, ids, "each job once");
@@ -77,23 +89,16 @@ fn claims_go_by_level_then_deadline_then_id() {
         .into_iter()
         .map(|j| queue.enqueue(j).unwrap())
         .collect();
-    let owned = smartpool::Builder::new()
-        .levels(2)
-        .threads(1)
-        .build()
-        .unwrap();
     let (tx, rx) = mpsc::channel();
-    let worker = Worker::serve(
+    let served = serve(
         &url,
-        &owned.pool,
-        |level| level as usize,
+        2,
+        1,
         recording(tx),
         ServeOptions::new([0, 1]).capacity(1),
-    )
-    .unwrap();
+    );
     let ran: Vec<i64> = (0..6).map(|_| rx.recv().unwrap()).collect();
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
     let expected = vec![ids[4], ids[2], ids[3], ids[1], ids[0], ids[5]];
     assert_eq!(ran, expected);
 }
@@ -111,21 +116,18 @@ fn a_failing_job_is_retried_then_dead_with_its_error() {
         let _ = tx.lock().unwrap().send(job.attempt());
         async move { Err(JobError(format!("attempt {} failed", job.attempt()))) }
     });
-    let owned = smartpool::Builder::new().threads(1).build().unwrap();
-    let worker = Worker::serve(
+    let served = serve(
         &url,
-        &owned.pool,
-        |_| 0,
+        1,
+        1,
         registry,
         ServeOptions::new([0])
             .backoff(Duration::from_millis(10), Duration::from_millis(40))
             .poll(Duration::from_millis(20)),
-    )
-    .unwrap();
+    );
     let attempts: Vec<i32> = (0..3).map(|_| rx.recv().unwrap()).collect();
     assert_eq!(attempts, [1, 2, 3]);
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
     let row = queue.job(id).unwrap().expect("dead jobs stay");
     assert_eq!(row.state, JobState::Dead);
     assert_eq!(row.attempts, 3);
@@ -168,19 +170,10 @@ fn a_kind_no_handler_knows_goes_dead_with_a_clear_error() {
     let queue = Queue::connect(&url).unwrap();
     let stray = queue.enqueue(NewJob::new("nobody", vec![1])).unwrap();
     let known = queue.enqueue(NewJob::new("record", vec![])).unwrap();
-    let owned = smartpool::Builder::new().threads(1).build().unwrap();
     let (tx, rx) = mpsc::channel();
-    let worker = Worker::serve(
-        &url,
-        &owned.pool,
-        |_| 0,
-        recording(tx),
-        ServeOptions::new([0]),
-    )
-    .unwrap();
+    let served = serve(&url, 1, 1, recording(tx), ServeOptions::new([0]));
     assert_eq!(rx.recv().unwrap(), known);
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
     let row = queue.job(stray).unwrap().unwrap();
     assert_eq!(row.state, JobState::Dead);
     let error = row.last_error.unwrap();
@@ -202,23 +195,16 @@ fn a_moved_job_is_claimed_at_its_new_level() {
     assert!(queue.set_level(second, 0).unwrap());
     assert_eq!(queue.job(second).unwrap().unwrap().level, 0);
     assert!(!queue.set_level(123_456, 0).unwrap(), "no such job");
-    let owned = smartpool::Builder::new()
-        .levels(2)
-        .threads(1)
-        .build()
-        .unwrap();
     let (tx, rx) = mpsc::channel();
-    let worker = Worker::serve(
+    let served = serve(
         &url,
-        &owned.pool,
-        |level| level as usize,
+        2,
+        1,
         recording(tx),
         ServeOptions::new([0, 1]).capacity(1),
-    )
-    .unwrap();
+    );
     assert_eq!([rx.recv().unwrap(), rx.recv().unwrap()], [second, first]);
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
 }
 
 /// Closing the pool first drops the queued jobs of its lowest level (it
@@ -395,20 +381,17 @@ fn malformed_rows_are_run_or_buried_with_a_reason() {
         "INSERT INTO smartpool_jobs (kind, state, locked_until) VALUES ('record', 'running', NULL); \
          INSERT INTO smartpool_jobs (kind, max_attempts) VALUES ('record', 0);",
     );
-    let owned = smartpool::Builder::new().threads(1).build().unwrap();
     let (tx, rx) = mpsc::channel();
     // Capacity 2: one claim takes both rows.
-    let worker = Worker::serve(
+    let served = serve(
         &url,
-        &owned.pool,
-        |_| 0,
+        1,
+        1,
         recording(tx),
         ServeOptions::new([0]).capacity(2),
-    )
-    .unwrap();
+    );
     let ran = rx.recv().unwrap();
-    worker.close().wait();
-    owned.close().wait();
+    close(served);
     assert!(rx.try_recv().is_err());
     assert!(queue.job(ran).unwrap().is_none(), "the lease-less row ran");
     let counts = queue.counts().unwrap();
