@@ -24,6 +24,21 @@ enum Request {
 /// return a future to await in a task (a pool's worker waits for nothing).
 /// A call made while the server is away fails with [`Error::Db`]; the next
 /// one reconnects.
+///
+/// ```
+/// use smartpool_postgres::{JobState, NewJob, Queue, TempCluster};
+///
+/// let cluster = TempCluster::start()?; // a throwaway server
+/// let queue = Queue::connect(&cluster.url())?;
+/// let id = queue.enqueue(NewJob::new("resize", b"cat.png".to_vec()).level(2))?;
+/// let more = queue.enqueue_many(vec![NewJob::new("email", vec![]); 3])?;
+/// assert_eq!(more.len(), 3);
+/// assert!(queue.set_level(id, 0)?); // still queued: moved
+/// let row = queue.job(id)?.expect("queued");
+/// assert_eq!((row.level, row.state, row.attempts), (0, JobState::Queued, 0));
+/// assert_eq!(queue.counts()?, vec![(JobState::Queued, 4)]);
+/// # Ok::<(), smartpool_postgres::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Queue {
     requests: mpsc::UnboundedSender<Request>,

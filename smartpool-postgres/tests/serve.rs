@@ -488,3 +488,23 @@ fn a_row_locked_elsewhere_holds_back_only_its_own_outcome() {
         "written once the lock went"
     );
 }
+
+/// A pool task enqueues a follow-up job without blocking its worker
+/// (`enqueue_async`), and the job it enqueued runs.
+#[test]
+fn a_task_enqueues_a_follow_up_job_with_enqueue_async() {
+    let url = fresh_db("follow");
+    let queue = Arc::new(Queue::connect(&url).unwrap());
+    let (tx, rx) = mpsc::channel();
+    let served = serve(&url, 1, 1, recording(tx), ServeOptions::new([0]));
+    let q = queue.clone();
+    let enqueued = served
+        .0
+        .pool
+        .level(0)
+        .exec(async move { q.enqueue_async(NewJob::new("record", vec![7])).await });
+    let id = futures::executor::block_on(enqueued).unwrap().unwrap();
+    assert_eq!(rx.recv().unwrap(), id);
+    close(served);
+    assert!(queue.job(id).unwrap().is_none(), "ran and deleted");
+}
