@@ -44,12 +44,6 @@ pub struct Queue {
     requests: mpsc::UnboundedSender<Request>,
 }
 
-impl std::fmt::Debug for Request {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Request")
-    }
-}
-
 impl Queue {
     /// Connects to the server at `url` (a tokio-postgres connection
     /// string, e.g. `host=/tmp port=5432 user=postgres dbname=jobs`) and

@@ -674,20 +674,20 @@ impl Fetcher {
     async fn write_outcomes(&mut self, c: &Connection) -> Result<Instant, Disconnected> {
         let backoff_secs = self.options.backoff.as_secs_f64();
         let max_secs = self.options.max_backoff.as_secs_f64();
+        let done = if self.options.keep_done {
+            DONE_KEEP
+        } else {
+            DONE_DELETE
+        };
         let mut retry_at = Instant::now();
         // Finished jobs first, together.
-        let (done, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.pending)
+        let (finished, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.pending)
             .into_iter()
             .partition(|(_, outcome, _)| matches!(outcome, Outcome::Done));
         self.pending = rest;
-        if !done.is_empty() {
-            let ids: Vec<i64> = done.iter().map(|(id, _, _)| *id).collect();
-            let statement = if self.options.keep_done {
-                DONE_KEEP
-            } else {
-                DONE_DELETE
-            };
-            match c.client.query(statement, &[&ids, &self.me]).await {
+        if !finished.is_empty() {
+            let ids: Vec<i64> = finished.iter().map(|(id, _, _)| *id).collect();
+            match c.client.query(done, &[&ids, &self.me]).await {
                 Ok(rows) => {
                     let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
                     for id in ids {
@@ -699,17 +699,17 @@ impl Fetcher {
                 }
                 Err(e) => {
                     if self.lost(c, "writing outcomes", &e) {
-                        for item in done.into_iter().rev() {
+                        for item in finished.into_iter().rev() {
                             self.pending.push_front(item);
                         }
                         return Err(Disconnected);
                     }
                     // One row refused the whole statement: write them one
                     // by one, so that only that row's outcome waits.
-                    let mut items: Vec<_> = done.into_iter().collect();
+                    let mut items: Vec<_> = finished.into_iter().collect();
                     for i in 0..items.len() {
                         let (id, refusals) = (items[i].0, items[i].2);
-                        match c.client.query(statement, &[&vec![id], &self.me]).await {
+                        match c.client.query(done, &[&vec![id], &self.me]).await {
                             Ok(rows) => {
                                 if rows.is_empty() {
                                     self.passed_on(id, &Outcome::Done);
@@ -723,7 +723,9 @@ impl Fetcher {
                                 return Err(Disconnected);
                             }
                             Err(_) => {
-                                if let Some(at) = self.refused(id, Outcome::Done, refusals) {
+                                if let Some((item, at)) = self.refused(id, Outcome::Done, refusals)
+                                {
+                                    self.pending.push_back(item);
                                     retry_at = at;
                                 }
                             }
@@ -732,11 +734,6 @@ impl Fetcher {
                 }
             }
         }
-        let done = if self.options.keep_done {
-            DONE_KEEP
-        } else {
-            DONE_DELETE
-        };
         let mut later = VecDeque::new();
         while let Some((id, outcome, refusals)) = self.pending.pop_front() {
             let me = &self.me;
@@ -760,9 +757,9 @@ impl Fetcher {
                         self.pending.extend(later);
                         return Err(Disconnected);
                     }
-                    if let Some(at) = self.refused(id, outcome, refusals) {
+                    if let Some((item, at)) = self.refused(id, outcome, refusals) {
+                        later.push_back(item);
                         retry_at = at;
-                        later.push_back(self.pending.pop_back().expect("just pushed"));
                     }
                     continue;
                 }
@@ -782,12 +779,18 @@ impl Fetcher {
         );
     }
 
-    /// A write the server refused: queued again with one refusal more
-    /// (returns when to try again), or, past [`MAX_REFUSALS`], given up.
-    fn refused(&mut self, id: i64, outcome: Outcome, refusals: u32) -> Option<Instant> {
+    /// A write the server refused: the outcome with one refusal more, to
+    /// queue again, and when to try it; or, past [`MAX_REFUSALS`], `None`:
+    /// given up (logged), the job no longer held.
+    fn refused(
+        &mut self,
+        id: i64,
+        outcome: Outcome,
+        refusals: u32,
+    ) -> Option<((i64, Outcome, u32), Instant)> {
         if refusals + 1 < MAX_REFUSALS {
-            self.pending.push_back((id, outcome, refusals + 1));
-            return Some(Instant::now() + Duration::from_millis(200) * (refusals + 1));
+            let at = Instant::now() + Duration::from_millis(200) * (refusals + 1);
+            return Some(((id, outcome, refusals + 1), at));
         }
         log::error!(
             "smartpool-postgres: worker {}: job {id}'s outcome ({outcome:?}) was refused \
