@@ -324,15 +324,21 @@ impl Peer for SmartpoolNoSlot {
 impl Spawner for Arc<smartpool::Pool<ours::TwoLevels>> {
     fn spawn(&self, f: impl FnOnce() + Send + 'static) {
         use smartpool::Exec;
-        drop(self.normal.exec(smartpool::run(f)));
+        // Fire and forget, as the other peers spawn (rayon's `spawn`,
+        // async-executor's `detach`, tokio's dropped handle).
+        self.normal
+            .exec_detached(smartpool::run(f))
+            .expect("the pool is open");
     }
     fn spawn_future(&self, f: impl Future<Output = ()> + Send + 'static) {
         use smartpool::Exec;
-        drop(self.normal.exec(f));
+        self.normal.exec_detached(f).expect("the pool is open");
     }
     fn spawn_urgent(&self, f: impl FnOnce() + Send + 'static) {
         use smartpool::Exec;
-        drop(self.urgent.exec(smartpool::run(f)));
+        self.urgent
+            .exec_detached(smartpool::run(f))
+            .expect("the pool is open");
     }
 }
 

@@ -4,11 +4,12 @@
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Weak;
 
 use super::{Channel, ChannelLink};
 
 use super::Spawner;
-use crate::task::{self, CancelReason, JoinHandle, RunningTask};
+use crate::task::{self, CancelReason, JoinHandle, RunningTask, Schedule};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
 pub trait Exec {
@@ -59,6 +60,35 @@ pub trait Exec {
         F: Future + Send + 'static,
         F::Output: Send + 'static;
 
+    /// Runs `future` on the pool through this channel with no handle:
+    /// fire and forget, as rayon's `spawn` or async-executor's `detach`.
+    /// The task runs as one whose [`JoinHandle`] was dropped at once: its
+    /// output is dropped when it finishes, a panic goes to the behavior's
+    /// [`task_panicked`](crate::PoolBehavior::task_panicked) (and is
+    /// logged), and close treats it as any task of its channel. Cheaper
+    /// than `exec` and a dropped handle: the task has one reference, not
+    /// two, and nothing is written to it after it is queued (measured in
+    /// BENCHMARKS.md, "Tasks without a handle").
+    ///
+    /// Gives the future back if the pool no longer accepts tasks (or the
+    /// channel was never attached to a pool), as [`Exec::try_exec`] does.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use smartpool::prelude::*;
+    ///
+    /// let owned = smartpool::Builder::new().threads(1).build()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// owned.pool.level(0).exec_detached(run(move || tx.send(42).unwrap()))?;
+    /// assert_eq!(rx.recv()?, 42);
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn exec_detached<F>(&self, future: F) -> Result<(), Rejected<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+
     /// This channel as a [`futures::task::Spawn`], for code written
     /// against the futures crate's executor traits (see [`Spawner`]).
     ///
@@ -94,7 +124,21 @@ impl<C: Channel + ?Sized> Exec for C {
         F::Output: Send + 'static,
     {
         let lifo = self.lifo_slot();
-        try_exec_with(self, future, lifo, |task, link| self.push(task, link))
+        try_exec_with(self, future, lifo, task::spawn, |task, link| {
+            self.push(task, link)
+        })
+    }
+
+    fn exec_detached<F>(&self, future: F) -> Result<(), Rejected<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let lifo = self.lifo_slot();
+        let detached = |future, scheduler| (task::spawn_detached(future, scheduler), ());
+        try_exec_with(self, future, lifo, detached, |task, link| {
+            self.push(task, link)
+        })
     }
 
     fn exec_batch<I>(&self, futures: I) -> Vec<JoinHandle<<I::Item as Future>::Output>>
@@ -188,20 +232,22 @@ pub trait ExecParam: Channel {
         F::Output: Send + 'static,
     {
         // The parameter orders the task: it must reach the channel.
-        try_exec_with(self, future, false, |task, link| {
+        try_exec_with(self, future, false, task::spawn, |task, link| {
             self.push_param(task, param, link)
         })
     }
 }
 
-/// Admits a new task (see `core::close`), makes it, and submits it with
-/// `push`: the one way new work enters a pool.
-fn try_exec_with<C, F>(
+/// Admits a new task (see `core::close`), makes it with `make` (which
+/// returns its token and its handle, if any), and submits it with `push`:
+/// the one way new work enters a pool.
+fn try_exec_with<C, F, H>(
     channel: &C,
     future: F,
     lifo: bool,
+    make: impl FnOnce(F, Weak<dyn Schedule>) -> (RunningTask, H),
     push: impl FnOnce(RunningTask, &ChannelLink),
-) -> Result<JoinHandle<F::Output>, Rejected<F>>
+) -> Result<H, Rejected<F>>
 where
     C: Channel + ?Sized,
     F: Future + Send + 'static,
@@ -219,7 +265,7 @@ where
             reason: Reason::Closed,
         });
     };
-    let (task, handle) = task::spawn(future, link.scheduler.clone());
+    let (task, handle) = make(future, link.scheduler.clone());
     if let Some(count) = count {
         count.hand_to(&task);
     }

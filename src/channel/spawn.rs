@@ -45,8 +45,7 @@ fn spawn_on<C: Channel + ?Sized>(
     future: FutureObj<'static, ()>,
 ) -> Result<(), SpawnError> {
     channel
-        .try_exec(future)
-        .map(drop)
+        .exec_detached(future)
         .map_err(|_| SpawnError::shutdown())
 }
 

@@ -601,6 +601,17 @@ where
     spawn_with(future, scheduler, true)
 }
 
+/// Creates a task for `future` with no handle, owned by the pool behind
+/// `scheduler`: born detached (as a task whose handle was dropped before
+/// it ran), so the token holds the cell's only reference.
+pub(crate) fn spawn_detached<F>(future: F, scheduler: Weak<dyn Schedule>) -> RunningTask
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    RunningTask::new(new_cell(future, scheduler, false, false))
+}
+
 fn spawn_with<F>(
     future: F,
     scheduler: Weak<dyn Schedule>,
@@ -610,12 +621,28 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let cell = new_cell(future, scheduler, unmovable, true);
+    let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
+    (RunningTask::new(cell), join)
+}
+
+/// The cell of a new task; `joined`: a handle will be made for it.
+fn new_cell<F>(
+    future: F,
+    scheduler: Weak<dyn Schedule>,
+    unmovable: bool,
+    joined: bool,
+) -> Arc<TaskCell<F>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     let (state, bits) = if unmovable {
         (State::new_unmovable(), STARTED | OFF_CHANNEL)
     } else {
         (State::new_scheduled(), UNSET)
     };
-    let cell = Arc::new(TaskCell {
+    Arc::new(TaskCell {
         stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
             state,
@@ -626,11 +653,9 @@ where
             registered: AtomicU32::new(0),
             scheduler,
             join_waker: AtomicWaker::new(),
-            joined: AtomicBool::new(true),
+            joined: AtomicBool::new(joined),
         },
-    });
-    let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
-    (RunningTask::new(cell), join)
+    })
 }
 
 impl<F: Future> TaskCell<F> {

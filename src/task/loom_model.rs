@@ -11,7 +11,9 @@
 //! move racing the start, the drop or an abort of the queued token, or a
 //! moved task's park racing its wake: the task is polled at most once per
 //! line, runs once, is dropped once, and every count towards close taken
-//! by a token is given back once (stale tokens give back their own).
+//! by a token is given back once (stale tokens give back their own). A
+//! task born without a handle completes once and is freed by whichever
+//! party lets go of it last.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -134,10 +136,9 @@ fn new_task(need: usize) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandl
     new_yielding_task(need, 0)
 }
 
-fn new_yielding_task(
-    need: usize,
-    yields: usize,
-) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandle<u32>) {
+/// The scheduler, the signals and the future of a new task (see
+/// [`new_yielding_task`]).
+fn parts(need: usize, yields: usize) -> (Arc<Recorder>, Arc<Signals>, Weak<dyn Schedule>, Gate) {
     let recorder = Arc::new(Recorder::default());
     let signals = Arc::new(Signals {
         opened: AtomicUsize::new(0),
@@ -151,6 +152,14 @@ fn new_yielding_task(
         need,
         yields,
     };
+    (recorder, signals, weak, gate)
+}
+
+fn new_yielding_task(
+    need: usize,
+    yields: usize,
+) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandle<u32>) {
+    let (recorder, signals, weak, gate) = parts(need, yields);
     let (task, join) = spawn(gate, weak);
     (recorder, signals, task, join)
 }
@@ -225,6 +234,40 @@ fn wake_racing_poll() {
 #[test]
 fn wakes_racing_each_other() {
     model(2);
+}
+
+/// A task born without a handle (`spawn_detached`) that yields once, then
+/// parks and is woken by an opener racing its poll: it completes once, its
+/// future is dropped once, and its cell is freed by whichever party lets
+/// go of it last (no handle holds a reference).
+#[test]
+fn detached_task_racing_a_wake() {
+    loom::model(|| {
+        let (recorder, signals, weak, gate) = parts(1, 1);
+        let task = spawn_detached(gate, weak);
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let task = lock(&recorder.queued).pop().expect("a yield re-queues");
+        let opener = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        // Its second poll races the opener: it may complete at once.
+        lock(&recorder.queued).push(task);
+        drive(&recorder, &signals, 1);
+        opener.join().unwrap();
+        assert!(
+            lock(&recorder.queued).is_empty(),
+            "re-queued after completion"
+        );
+        assert_eq!(
+            signals.drops.load(Ordering::SeqCst),
+            1,
+            "future dropped once"
+        );
+        // The future's last waker is the cell's last reference.
+        drop(lock(&signals.slot).take());
+        assert_eq!(Arc::weak_count(&recorder), 0, "the cell was freed");
+    });
 }
 
 /// A task that wakes itself in its first two polls (yields: recorded in

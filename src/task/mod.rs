@@ -13,7 +13,9 @@
 //!   channel's queue, or the worker running it) is *responsible* for the
 //!   task; dropping it cancels the task;
 //! * wakers, any number, which never touch the stage;
-//! * the [`JoinHandle`], which reads the stage only after `COMPLETE`.
+//! * the [`JoinHandle`], which reads the stage only after `COMPLETE`; a
+//!   task made without one (`Exec::exec_detached`) is born as if its
+//!   handle had been dropped before it ran (`joined` clear).
 //!
 //! The pool is reached through a `Weak`: a task never keeps its pool alive,
 //! and a waker that fires after the pool is gone drops the task instead.
@@ -193,7 +195,9 @@ pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError};
 
 pub(crate) use join::Abort as Control;
 
-pub(crate) use cell::{spawn, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome, STAMP};
+pub(crate) use cell::{
+    spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome, STAMP,
+};
 pub(crate) use join::panic_message;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
