@@ -380,7 +380,10 @@ impl CancelReason {
 enum Repr {
     Cancelled(CancelReason),
     // The mutex makes the error `Sync`, as error types are expected to be.
-    Panicked(std::sync::Mutex<Box<dyn Any + Send + 'static>>),
+    // Boxed once more: a thin pointer keeps `JoinError` at 16 bytes, and
+    // with it the stage of every small task (its future or its `Result`)
+    // and the task's allocation (BENCHMARKS.md, W10); a panic is rare.
+    Panicked(Box<std::sync::Mutex<Box<dyn Any + Send + 'static>>>),
 }
 
 impl JoinError {
@@ -392,7 +395,7 @@ impl JoinError {
 
     pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
-            repr: Repr::Panicked(std::sync::Mutex::new(payload)),
+            repr: Repr::Panicked(Box::new(std::sync::Mutex::new(payload))),
         }
     }
 

@@ -250,3 +250,18 @@ fn the_header_fits_in_64_bytes() {
         std::mem::size_of::<super::cell::Header>()
     );
 }
+
+/// A small task (a closure holding one `Arc`) takes an 80-byte cell: a
+/// 16-byte stage (`JoinError` stays two words) beside the header, so that
+/// with the `Arc`'s counts it is a 96-byte allocation (glibc's 112-byte
+/// chunk; BENCHMARKS.md, W10).
+#[test]
+fn a_small_task_cell_is_80_bytes() {
+    fn cell_size<F: std::future::Future>(_: &F) -> usize {
+        std::mem::size_of::<super::cell::TaskCell<F>>()
+    }
+    let shared = std::sync::Arc::new(0u8);
+    let task = crate::run(move || drop(shared));
+    assert_eq!(std::mem::size_of::<super::JoinError>(), 16);
+    assert!(cell_size(&task) <= 80, "{} bytes", cell_size(&task));
+}
