@@ -5,7 +5,8 @@ mod common;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Poll, Waker};
 
 use common::{hold_worker, CountDown, DropCounter, TwoLevels, FAILSAFE};
 use futures::executor::block_on;
@@ -31,6 +32,28 @@ fn a_detached_task_runs_and_its_output_is_dropped() {
     assert!(done.wait_for(FAILSAFE), "every detached task ran");
     block_on(owned.close());
     assert_eq!(outputs.drops(), 100, "every output dropped");
+}
+
+/// The output goes as the task finishes, on the worker, even while a
+/// waker the task left behind keeps its allocation alive.
+#[test]
+fn a_detached_output_is_dropped_as_the_task_finishes() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = &owned.pool;
+    let outputs = DropCounter::new();
+    let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let (mut token, slot) = (Some(outputs.token()), kept.clone());
+    pool.low
+        .exec_detached(futures::future::poll_fn(move |cx| {
+            *slot.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Ready(token.take())
+        }))
+        .unwrap();
+    // One worker, one channel, first in, first out: this runs after it.
+    block_on(pool.low.exec(async {})).unwrap();
+    assert!(kept.lock().unwrap().is_some(), "the task left its waker");
+    assert_eq!(outputs.drops(), 1, "its output is already gone");
+    block_on(owned.close());
 }
 
 /// Detached futures are polled, woken and re-polled like any other.

@@ -63,12 +63,13 @@ pub trait Exec {
     /// Runs `future` on the pool through this channel with no handle:
     /// fire and forget, as rayon's `spawn` or async-executor's `detach`.
     /// The task runs as one whose [`JoinHandle`] was dropped at once: its
-    /// output is dropped when it finishes, a panic goes to the behavior's
-    /// [`task_panicked`](crate::PoolBehavior::task_panicked) (and is
-    /// logged), and close treats it as any task of its channel. Cheaper
-    /// than `exec` and a dropped handle: the task has one reference, not
-    /// two, and nothing is written to it after it is queued (measured in
-    /// BENCHMARKS.md, "Tasks without a handle").
+    /// output is dropped on the worker as it finishes, a panic goes to the
+    /// behavior's [`task_panicked`](crate::PoolBehavior::task_panicked)
+    /// (and is logged), and close treats it as any task of its channel.
+    /// Cheaper than `exec` and a dropped handle: the task has one
+    /// reference, not two, and the submitting thread writes nothing to it
+    /// after queueing it (no handle to make, no detach store, no count to
+    /// decrement; measured in BENCHMARKS.md, "Tasks without a handle").
     ///
     /// Gives the future back if the pool no longer accepts tasks (or the
     /// channel was never attached to a pool), as [`Exec::try_exec`] does.
@@ -87,7 +88,10 @@ pub trait Exec {
     fn exec_detached<F>(&self, future: F) -> Result<(), Rejected<F>>
     where
         F: Future + Send + 'static,
-        F::Output: Send + 'static;
+        F::Output: Send + 'static,
+    {
+        self.try_exec(future).map(drop)
+    }
 
     /// This channel as a [`futures::task::Spawn`], for code written
     /// against the futures crate's executor traits (see [`Spawner`]).

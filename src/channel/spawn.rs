@@ -14,7 +14,7 @@ use super::{Channel, Exec, MultiChannel, VecDequeChannel};
 /// any type (the channels of this crate that take no parameter implement
 /// [`Spawn`] themselves).
 ///
-/// A spawned future runs as [`Exec::exec`] runs it, detached: its output
+/// A spawned future runs as [`Exec::exec_detached`] runs it: its output
 /// is `()`, and [`SpawnExt::spawn_with_handle`](futures::task::SpawnExt::spawn_with_handle)
 /// gives a handle to wait for it. A future the pool refuses (closing, or
 /// the channel attached to no pool) comes back as

@@ -37,10 +37,11 @@ pub(crate) struct Header {
     registered: AtomicU32,
     scheduler: Weak<dyn Schedule>,
     pub(super) join_waker: AtomicWaker,
-    /// Cleared when the `JoinHandle` is dropped: nobody can await the task
-    /// any more, so completing it skips the waker (a read-modify-write, and
-    /// a cache line the submitter's thread last wrote, on every detached
-    /// task).
+    /// Cleared when the `JoinHandle` is dropped, and clear from birth in a
+    /// task made without one (`spawn_detached`): nobody can await the task
+    /// any more, so completing it drops the output at once and skips the
+    /// waker (a read-modify-write, and a cache line the submitter's thread
+    /// last wrote, on every detached task).
     pub(super) joined: AtomicBool,
 }
 
@@ -658,6 +659,17 @@ where
     })
 }
 
+/// Drops the output of a task nobody can join: user code, whose panic is
+/// caught and logged (as dropping a `JoinHandle` does).
+fn drop_output<T>(output: T) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(output))) {
+        log::error!(
+            "smartpool: dropping a detached task's output panicked: {}",
+            super::join::panic_message(&*panic)
+        );
+    }
+}
+
 impl<F: Future> TaskCell<F> {
     /// Calls `f` with the stage.
     ///
@@ -998,10 +1010,20 @@ where
             }
         };
         let panicked = output.is_err();
+        // Nobody can take the output of a task without a handle (`joined`
+        // only ever goes from set to clear): drop it here, on the poller,
+        // before the count towards close goes back, rather than with the
+        // cell's last reference (perhaps a waker, on any thread, later).
+        let finished = if self.header.joined.load(Ordering::Relaxed) {
+            Stage::Finished(output)
+        } else {
+            drop_output(output);
+            Stage::Consumed
+        };
         // SAFETY: (the `with_stage` contract) still the poller (`RUNNING` or
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
-        unsafe { self.with_stage(|stage| Self::set_stage(stage, Stage::Finished(output))) };
+        unsafe { self.with_stage(|stage| Self::set_stage(stage, finished)) };
         self.finish(line);
         if panicked {
             RunOutcome::Panicked
