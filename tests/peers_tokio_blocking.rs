@@ -358,7 +358,9 @@ fn blocking() {
 ///
 /// On a one-worker pool, a task drives a fresh zero-thread pool inside a
 /// section, then yields and completes: the worker is whole again after the
-/// section.
+/// section. (Which thread resumes it is not fixed: the section's stand-in
+/// retires without being waited for, and until it notices, it may steal
+/// the yielded task like any other worker; see `pool::blocking`.)
 #[test]
 fn yield_after_block_in_place() {
     let owned = OwnedPool::new(Flat::new(1)).unwrap();
@@ -368,15 +370,11 @@ fn yield_after_block_in_place() {
             let inner = OwnedPool::new(Flat::new(0)).unwrap();
             inner.block_on(async {});
         });
-        let worker = thread::current().id();
         yield_now().await;
-        assert!(
-            Pool::<Flat>::current().is_some(),
-            "still a task of the pool"
-        );
-        thread::current().id() == worker
+        Pool::<Flat>::current().is_some()
     });
-    assert!(wait(h).unwrap(), "the only worker resumed it");
+    assert!(wait(h).unwrap(), "resumed as a task of the pool");
+    assert!(common::close_within(owned, FAILSAFE));
 }
 
 /// tokio-rs/tokio, `tokio/tests/rt_threaded.rs`,
