@@ -8,9 +8,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
-use futures::task::{waker_ref, ArcWake, AtomicWaker};
+use futures::task::{waker_ref, ArcWake};
 
 use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget, MoveError};
+use super::join_waker::JoinWaker;
 use super::state::{
     Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
 };
@@ -36,7 +37,9 @@ pub(crate) struct Header {
     /// Written by the responsible party only; read as the cell is freed.
     registered: AtomicU32,
     scheduler: Weak<dyn Schedule>,
-    pub(super) join_waker: AtomicWaker,
+    /// The joiner's waker, and the byte that guards it (see `join_waker`).
+    join_waker: JoinWaker,
+    join_state: AtomicU8,
     /// Cleared when the `JoinHandle` is dropped, and clear from birth in a
     /// task made without one (`spawn_detached`): nobody can await the task
     /// any more, so completing it drops the output at once and skips the
@@ -65,6 +68,11 @@ impl Drop for Header {
 }
 
 impl Header {
+    /// The joiner's side of the waker slot (see `join_waker`).
+    pub(super) fn register_joiner(&self, waker: &std::task::Waker) {
+        self.join_waker.register(&self.join_state, waker);
+    }
+
     /// Takes out the stamp of a sampled new task (see `core::meters`), or
     /// 0: for the party that claimed the task's first start.
     #[inline]
@@ -653,7 +661,8 @@ where
             moved_bits: AtomicU8::new(UNSET),
             registered: AtomicU32::new(0),
             scheduler,
-            join_waker: AtomicWaker::new(),
+            join_waker: JoinWaker::new(),
+            join_state: AtomicU8::new(0),
             joined: AtomicBool::new(joined),
         },
     })
@@ -707,7 +716,10 @@ impl<F: Future> TaskCell<F> {
         if !self.header.joined.load(Ordering::Relaxed) {
             return;
         }
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.header.join_waker.wake())) {
+        let Some(joiner) = self.header.join_waker.take(&self.header.join_state) else {
+            return;
+        };
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| joiner.wake())) {
             log::error!(
                 "smartpool: a JoinHandle's waker panicked: {}",
                 super::join::panic_message(&*panic)

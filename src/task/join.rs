@@ -55,7 +55,7 @@ where
     }
 
     fn register(&self, cx: &Context<'_>) {
-        self.header.join_waker.register(cx.waker());
+        self.header.register_joiner(cx.waker());
     }
 
     fn detach(&self) {

@@ -13,7 +13,8 @@
 //! line, runs once, is dropped once, and every count towards close taken
 //! by a token is given back once (stale tokens give back their own). A
 //! task born without a handle completes once and is freed by whichever
-//! party lets go of it last.
+//! party lets go of it last. A joiner awaiting the handle while the task
+//! completes is always woken (`join_waker`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -241,6 +242,48 @@ fn wake_racing_poll() {
 #[test]
 fn wakes_racing_each_other() {
     model(2);
+}
+
+/// Wakes the thread that made it (loom's `unpark`).
+struct Unparker(crate::sync::Thread);
+
+impl futures::task::ArcWake for Unparker {
+    fn wake_by_ref(arc: &Arc<Self>) {
+        arc.0.unpark();
+    }
+}
+
+/// Polls `future` on this thread, parking between polls until woken: a
+/// wake-up that never comes is a deadlock loom reports.
+fn park_on<F: Future>(future: F) -> F::Output {
+    let waker = futures::task::waker(Arc::new(Unparker(crate::sync::thread_current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        crate::sync::park();
+    }
+}
+
+/// The joiner awaits the handle while another thread runs the task to
+/// completion: the completion's wake reaches the waker the joiner
+/// registered, or the joiner's look after registering sees the task
+/// complete (see `join_waker`). The joiner parks until woken, so a lost
+/// wake-up is a deadlock the model reports.
+#[test]
+fn join_racing_completion() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(0);
+        let runner = loom::thread::spawn(move || {
+            assert!(matches!(task.run(), RunOutcome::Completed));
+        });
+        assert_eq!(park_on(join).unwrap(), 7);
+        runner.join().unwrap();
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1);
+        drop(recorder);
+    });
 }
 
 /// A task born without a handle (`spawn_detached`) that yields once, then

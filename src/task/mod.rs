@@ -188,6 +188,7 @@
 
 mod cell;
 mod join;
+mod join_waker;
 mod state;
 
 pub use cell::RunningTask;
