@@ -35,13 +35,19 @@
 //! byte's modification order. If the joiner's last exchange comes first,
 //! the completer finds `0` and takes the waker the joiner wrote (published
 //! by that exchange's release). If the `fetch_or` falls between the
-//! joiner's two exchanges, the second fails and the joiner wakes itself.
+//! joiner's two exchanges, the second fails, reading the `fetch_or`, which
+//! releases: the joiner's look at the state word that follows sees
+//! `COMPLETE` (the joiner also wakes itself, which only costs a poll).
 //! If the completer's whole wake (`fetch_or`, then the release clear)
 //! comes before the joiner's first exchange, that exchange reads the clear
 //! (acquire): everything the completer did before, the `COMPLETE` of the
 //! state word included, happens before the joiner's next look at the
 //! state word, which then sees the task complete and does not wait. (A
-//! first exchange that finds `WAKING` still set wakes the new waker.)
+//! first exchange that finds `WAKING` still set acquires the `fetch_or` in
+//! the same way; it wakes the new waker too, which costs a poll.)
+//!
+//! The waker's clone and the old waker's drop (user code) run outside the
+//! `REGISTERING` window, so a panic in them leaves the byte as it was.
 
 use std::task::Waker;
 
@@ -74,14 +80,20 @@ impl JoinWaker {
     /// (or wakes it at once, if a wake is under way). `state` is this
     /// slot's byte. One registrant at a time.
     pub(crate) fn register(&self, state: &AtomicU8, waker: &Waker) {
+        // User code (the clone, and below the old waker's drop) runs
+        // outside the `REGISTERING` window: a panic there leaves the byte
+        // as it was.
+        let mut new = Some(waker.clone());
         match state.compare_exchange(0, REGISTERING, Ordering::Acquire, Ordering::Acquire) {
             Ok(_) => {
                 self.waker.with_mut(|slot| {
                     // SAFETY: `REGISTERING` gives us the slot: the completer
                     // takes it only from `0`.
                     let slot = unsafe { &mut *slot };
+                    // `will_wake` compares pointers: no user code.
                     if !slot.as_ref().is_some_and(|old| old.will_wake(waker)) {
-                        *slot = Some(waker.clone());
+                        // The old waker comes out into `new`, dropped below.
+                        std::mem::swap(slot, &mut new);
                     }
                 });
                 if state
@@ -89,7 +101,10 @@ impl JoinWaker {
                     .is_err()
                 {
                     // The completer came meanwhile and left the wake to us;
-                    // the slot is still ours until the byte is reset.
+                    // the slot is still ours until the byte is reset. (The
+                    // failed exchange acquired its `fetch_or`, so the
+                    // joiner's next look sees `COMPLETE`: this wake only
+                    // spares it a poll that would find nothing new.)
                     let woken = self.waker.with_mut(|slot| {
                         // SAFETY: as above: the completer set `WAKING` on a
                         // taken slot and left it.
@@ -100,11 +115,14 @@ impl JoinWaker {
                         woken.wake();
                     }
                 }
+                drop(new);
             }
             Err(actual) => {
                 debug_assert_eq!(actual & REGISTERING, 0, "one registrant at a time");
                 // A completer is taking the slot: it may not see this
-                // waker, so wake it now.
+                // waker. (The failed exchange acquired its `fetch_or`, so
+                // the joiner's look that follows already sees `COMPLETE`;
+                // the wake costs at most one more poll.)
                 waker.wake_by_ref();
             }
         }
@@ -114,6 +132,9 @@ impl JoinWaker {
     /// free, to be woken by the caller; `None` if the joiner is
     /// registering (it wakes itself) or nobody registered.
     pub(crate) fn take(&self, state: &AtomicU8) -> Option<Waker> {
+        // Release as well as acquire: a joiner whose exchange fails on this
+        // `WAKING` must then see the state word's `COMPLETE` (see the
+        // module doc); with acquire alone it would register again and wait.
         if state.fetch_or(WAKING, Ordering::AcqRel) != 0 {
             return None;
         }

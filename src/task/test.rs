@@ -266,3 +266,60 @@ fn a_small_task_cell_is_72_bytes() {
     assert_eq!(std::mem::size_of::<super::JoinError>(), 16);
     assert!(cell_size(&task) <= 72, "{} bytes", cell_size(&task));
 }
+
+/// A waker whose `clone` panics.
+fn clone_panics() -> Waker {
+    use std::task::{RawWaker, RawWakerVTable};
+    fn clone(_: *const ()) -> RawWaker {
+        panic!("this waker cannot be cloned")
+    }
+    fn noop(_: *const ()) {}
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+    // SAFETY: the vtable's functions ignore the data pointer.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// A joiner whose waker panics while the handle registers it leaves the
+/// join slot as it found it (see `join_waker`): the task completes and the
+/// handle, polled again, returns the output.
+#[test]
+fn a_waker_that_panics_in_clone_does_not_wedge_the_join() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, mut join) = parked(&recorder);
+    assert!(matches!(task.run(), RunOutcome::Pending));
+    let waker = clone_panics();
+    let mut cx = Context::from_waker(&waker);
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Pin::new(&mut join).poll(&mut cx)
+    }));
+    assert!(polled.is_err(), "the clone panicked");
+    // Polled again before the task completes, with a good waker: it is
+    // registered, and the completion wakes it.
+    let flag = Arc::new(Flag(AtomicUsize::new(0)));
+    let good = futures::task::waker(flag.clone());
+    let mut cx = Context::from_waker(&good);
+    assert!(Pin::new(&mut join).poll(&mut cx).is_pending());
+    *f.open.lock().unwrap() = true;
+    let woken = f.slot.lock().unwrap().take().unwrap();
+    woken.wake();
+    let token = recorder.queued.lock().unwrap().pop().unwrap();
+    assert!(token.run().finished());
+    assert_eq!(
+        flag.0.load(Ordering::SeqCst),
+        1,
+        "the completion woke the joiner"
+    );
+    assert!(matches!(
+        Pin::new(&mut join).poll(&mut cx),
+        Poll::Ready(Ok(6))
+    ));
+}
+
+/// Counts its wakes.
+struct Flag(AtomicUsize);
+
+impl futures::task::ArcWake for Flag {
+    fn wake_by_ref(arc: &Arc<Self>) {
+        arc.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
