@@ -238,6 +238,13 @@ impl LevelOptions {
 /// program room.
 pub const MAX_THREADS: usize = 4_096;
 
+/// The most channels a pool can have, its levels' channels together: a task
+/// records the channel it is in within one word beside its flags (2^24,
+/// about 16.7 million; see [`ConfigError::TooManyChannels`]).
+pub const MAX_CHANNELS: usize = 1 << 24;
+
+const _: () = assert!(MAX_CHANNELS == 1 << crate::task::CHANNEL_BITS);
+
 // Each worker thread has a seat and a guest seat, and one guest seat more
 // is for a driving thread (see `core::seats`).
 const _: () = assert!(MAX_THREADS * 2 < crate::sleep::MAX_WORKERS);
@@ -304,6 +311,11 @@ pub enum ConfigError {
     TooManyThreads {
         /// The configured count.
         threads: usize,
+    },
+    /// The levels hold more than [`MAX_CHANNELS`] channels together.
+    TooManyChannels {
+        /// The configured count.
+        channels: usize,
     },
     /// `RoundRobin` gave a number of time slices other than one per level.
     SliceCount {
@@ -399,6 +411,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "invalid pool config: {threads} threads, at most {MAX_THREADS} are supported"
             ),
+            ConfigError::TooManyChannels { channels } => write!(
+                f,
+                "invalid pool config: {channels} channels, at most {MAX_CHANNELS} are supported"
+            ),
             ConfigError::SliceCount { levels, slices } => write!(
                 f,
                 "invalid pool config: RoundRobin needs one time slice per level \
@@ -452,6 +468,10 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
         }
         if self.levels.is_empty() {
             return Err(ConfigError::NoLevels);
+        }
+        let channels = self.levels.iter().map(Vec::len).sum::<usize>();
+        if channels > MAX_CHANNELS {
+            return Err(ConfigError::TooManyChannels { channels });
         }
         let mut seen = HashSet::new();
         for (level, channels) in self.levels.iter().enumerate() {

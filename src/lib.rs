@@ -150,7 +150,7 @@ pub use crate::core::blocked::{DeadlockReport, WorkerState};
 pub use crate::core::context::WorkerContext;
 pub use behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
-    MAX_THREADS,
+    MAX_CHANNELS, MAX_THREADS,
 };
 pub use blocking::BlockingConfig;
 pub use builder::{Builder, Leveled};

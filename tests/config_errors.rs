@@ -161,3 +161,25 @@ fn a_pool_of_max_threads_starts_and_one_more_is_an_error() {
     }
     futures::executor::block_on(owned.close());
 }
+
+/// A task records its channel in 24 bits of one word: a config with more
+/// channels than that is refused with an error naming the limit (checked
+/// before the keys are, so one key repeated will do).
+#[test]
+fn more_than_max_channels_is_an_error() {
+    let one = ChannelParams {
+        key: 0u8,
+        complete_on_close: false,
+    };
+    let e = PoolConfig {
+        threads: 1,
+        schedule: ScheduleAlgorithm::HighestFirst,
+        levels: vec![vec![one], vec![one; smartpool::MAX_CHANNELS]],
+    }
+    .validate()
+    .unwrap_err();
+    assert!(
+        matches!(e, ConfigError::TooManyChannels { channels } if channels == smartpool::MAX_CHANNELS + 1)
+    );
+    assert!(e.to_string().contains("at most 16777216"), "{e}");
+}

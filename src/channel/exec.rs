@@ -4,12 +4,11 @@
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Weak;
 
 use super::{Channel, ChannelLink};
 
 use super::Spawner;
-use crate::task::{self, CancelReason, JoinHandle, RunningTask, Schedule};
+use crate::task::{self, CancelReason, JoinHandle, RunningTask, SchedulerRef};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
 pub trait Exec {
@@ -249,7 +248,7 @@ fn try_exec_with<C, F, H>(
     channel: &C,
     future: F,
     lifo: bool,
-    make: impl FnOnce(F, Weak<dyn Schedule>) -> (RunningTask, H),
+    make: impl FnOnce(F, SchedulerRef) -> (RunningTask, H),
     push: impl FnOnce(RunningTask, &ChannelLink),
 ) -> Result<H, Rejected<F>>
 where

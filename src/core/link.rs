@@ -1,11 +1,11 @@
 //! The connection between a channel and the pool it belongs to.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use super::Shared;
 
-use crate::task::{RunningTask, Schedule};
+use crate::task::{RunningTask, SchedulerRef};
 
 /// What a channel knows of its pool: handed to
 /// [`Channel::attach`](crate::Channel::attach) once, used by the pool's
@@ -13,7 +13,7 @@ use crate::task::{RunningTask, Schedule};
 #[derive(Clone)]
 pub struct ChannelLink {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) scheduler: Weak<dyn Schedule>,
+    pub(crate) scheduler: SchedulerRef,
     pub(crate) index: usize,
 }
 

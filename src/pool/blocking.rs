@@ -42,14 +42,14 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use super::drive::Guest;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::core::blocked::WorkerState;
 use crate::core::context::WorkerLocal;
-use crate::task::{CancelReason, JoinHandle, Schedule};
+use crate::task::{CancelReason, JoinHandle};
 use crate::thread_config::help_stack_budget;
 
 /// Runs `f`, a closure that blocks (on IO, a lock, a channel), on the
@@ -103,7 +103,7 @@ impl<B: PoolBehavior> Pool<B> {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let scheduler = Arc::downgrade(self) as Weak<dyn Schedule>;
+        let scheduler = self.scheduler.clone();
         let (task, handle) = crate::task::spawn_unmovable(crate::run(f), scheduler);
         if !self.shared.close.is_open() {
             task.set_cancel_reason(Some(CancelReason::PoolClosed));

@@ -41,6 +41,8 @@ pub struct Pool<B: PoolBehavior> {
     /// The threads of `spawn_blocking` and of stand-ins.
     blocking: crate::blocking::Blocking,
     blocking_config: crate::blocking::BlockingConfig,
+    /// The pool's own `Weak`, as its tasks hold it.
+    pub(crate) scheduler: crate::task::SchedulerRef,
 }
 
 impl<B: PoolBehavior> Pool<B> {

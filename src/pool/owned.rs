@@ -21,7 +21,7 @@ use crate::lifo::watch::Watch;
 use crate::schedule::{Levels, Seating};
 use crate::sleep::Sleep;
 use crate::status::{Bit, Status};
-use crate::task::Schedule;
+use crate::task::{Schedule, SchedulerRef};
 
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -141,7 +141,8 @@ impl<B: PoolBehavior> OwnedPool<B> {
             ),
         });
         let blocking_config = behavior.blocking();
-        let pool = Arc::new(Pool {
+        let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {
+            scheduler: SchedulerRef::new(pool.clone() as Weak<dyn Schedule>),
             blocking: Blocking::new(
                 &blocking_config,
                 "smartpool-blocking".into(),
@@ -174,11 +175,10 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 );
             }
         }));
-        let scheduler: Weak<dyn Schedule> = Arc::downgrade(&pool) as Weak<dyn Schedule>;
         for (index, &key) in pool.keys.iter().enumerate() {
             let link = ChannelLink {
                 shared: shared.clone(),
-                scheduler: scheduler.clone(),
+                scheduler: pool.scheduler.clone(),
                 index,
             };
             if pool.behavior.channel(key).attach(link).is_err() {

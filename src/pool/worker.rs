@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Pool;
@@ -359,8 +359,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let Some(future) = take() else {
             return;
         };
-        let scheduler = Arc::downgrade(&self.pool) as Weak<dyn crate::task::Schedule>;
-        let (task, detached) = crate::task::spawn(future, scheduler);
+        let (task, detached) = crate::task::spawn(future, pool.scheduler.clone());
         drop(detached);
         if let Some(count) = count {
             count.hand_to(&task);

@@ -15,7 +15,7 @@ use super::join_waker::JoinWaker;
 use super::state::{
     Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
 };
-use super::Schedule;
+use super::{Schedule, SchedulerRef};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
@@ -23,23 +23,26 @@ pub(crate) struct Header {
     pub(super) state: State,
     /// The entry of the cell's own token (line 0; see the parent module's
     /// "Moves"): written by that token's holder only.
-    from: AtomicU32,
-    bits: AtomicU8,
+    own: AtomicU32,
     /// The entry of a moved task's line while it runs or is parked (only
     /// the counted flag of its bits is used): written by the party
     /// responsible for the task only.
-    moved_from: AtomicU32,
-    moved_bits: AtomicU8,
+    moved: AtomicU32,
     /// Where the task is registered with its pool as one that parks (see
     /// `core::parked`): its slot plus one, or 0 before its first park;
     /// before its first start, the stamp of a sampled new task (with
     /// [`STAMP`] set, which no slot number reaches; see `core::meters`).
     /// Written by the responsible party only; read as the cell is freed.
     registered: AtomicU32,
-    scheduler: Weak<dyn Schedule>,
+    scheduler: SchedulerRef,
     /// The joiner's waker, and the byte that guards it (see `join_waker`).
     join_waker: JoinWaker,
     join_state: AtomicU8,
+    /// Which form the stage's union holds (see [`Stage`]): in the header's
+    /// spare byte, where an enum's own tag would add a word to the cell of
+    /// every small task. Touched only by the party responsible for the
+    /// stage, as the stage is.
+    stage_tag: UnsafeCell<u8>,
     /// Cleared when the `JoinHandle` is dropped, and clear from birth in a
     /// task made without one (`spawn_detached`): nobody can await the task
     /// any more, so completing it drops the output at once and skips the
@@ -88,19 +91,13 @@ impl Header {
     /// The entry of the cell's own token (line 0).
     #[inline]
     fn own(&self) -> Entry<'_> {
-        Entry {
-            from: &self.from,
-            bits: &self.bits,
-        }
+        Entry(&self.own)
     }
 
     /// The entry of a moved task's line, while it runs or is parked.
     #[inline]
     fn moved(&self) -> Entry<'_> {
-        Entry {
-            from: &self.moved_from,
-            bits: &self.moved_bits,
-        }
+        Entry(&self.moved)
     }
 
     /// The entry of `line` while the task runs or is parked in it (read
@@ -138,41 +135,61 @@ const CANCEL: u8 = 0x0f;
 /// No reason recorded: see [`CANCEL`].
 const UNSET: u8 = 0;
 
-/// A token's own fields (see the parent module's "Moves"): the channel it
-/// is in or was last taken from, and its bits ([`COUNTED`], [`YIELDED`],
-/// [`STARTED`], [`CANCEL`]). Only the token's holder writes them (or, for the header's
+/// A token's own fields (see the parent module's "Moves"), in one word: the
+/// channel it is in or was last taken from (the low [`CHANNEL_BITS`] bits),
+/// and its bits ([`COUNTED`], [`YIELDED`], [`STARTED`], [`OFF_CHANNEL`],
+/// [`CANCEL`]) in the high byte. One word rather than a word and a byte
+/// keeps the header at 48 bytes (BENCHMARKS.md, W10). Only the token's holder writes them (or, for the header's
 /// `moved` entry, the party responsible for the task), so a load then a
 /// store cannot lose a write, and a change is rare: no read-modify-write
 /// on every submission or completion. Relaxed: whoever hands the token on
 /// publishes them (a queue's, a state transition's synchronisation).
 #[derive(Clone, Copy)]
-struct Entry<'a> {
-    from: &'a AtomicU32,
-    bits: &'a AtomicU8,
+struct Entry<'a>(&'a AtomicU32);
+
+/// The bits of an entry's word that hold its channel: a pool has at most
+/// [`MAX_CHANNELS`](crate::MAX_CHANNELS) channels.
+pub(crate) const CHANNEL_BITS: u32 = 24;
+const CHANNEL_MASK: u32 = (1 << CHANNEL_BITS) - 1;
+
+/// An entry's word for `channel` and `bits`.
+#[inline]
+fn entry_word(channel: usize, bits: u8) -> u32 {
+    debug_assert!(channel <= CHANNEL_MASK as usize, "checked by the config");
+    (u32::from(bits) << CHANNEL_BITS) | (channel as u32 & CHANNEL_MASK)
 }
 
 impl Entry<'_> {
     #[inline]
     fn from(self) -> usize {
-        self.from.load(Ordering::Relaxed) as usize
+        (self.0.load(Ordering::Relaxed) & CHANNEL_MASK) as usize
+    }
+
+    #[inline]
+    fn bits(self) -> u8 {
+        (self.0.load(Ordering::Relaxed) >> CHANNEL_BITS) as u8
     }
 
     #[inline]
     fn set_from(self, channel: usize) {
-        // Channel indices fit: a pool's channels are fewer than 2^32.
-        let channel = channel as u32;
-        if self.from.load(Ordering::Relaxed) != channel {
-            self.from.store(channel, Ordering::Relaxed);
+        let old = self.0.load(Ordering::Relaxed);
+        let new = entry_word(channel, (old >> CHANNEL_BITS) as u8);
+        if new != old {
+            self.0.store(new, Ordering::Relaxed);
         }
     }
 
     /// Sets the bits under `mask` to `value`; returns the old bits.
     #[inline]
     fn update(self, mask: u8, value: u8) -> u8 {
-        let old = self.bits.load(Ordering::Relaxed);
+        let word = self.0.load(Ordering::Relaxed);
+        let old = (word >> CHANNEL_BITS) as u8;
         let new = (old & !mask) | value;
         if new != old {
-            self.bits.store(new, Ordering::Relaxed);
+            self.0.store(
+                (word & CHANNEL_MASK) | (u32::from(new) << CHANNEL_BITS),
+                Ordering::Relaxed,
+            );
         }
         old
     }
@@ -181,18 +198,19 @@ impl Entry<'_> {
     /// (see [`OFF_CHANNEL`]).
     #[inline]
     fn channel(self) -> Option<usize> {
-        (self.bits.load(Ordering::Relaxed) & OFF_CHANNEL == 0).then(|| self.from())
+        let word = self.0.load(Ordering::Relaxed);
+        ((word >> CHANNEL_BITS) as u8 & OFF_CHANNEL == 0).then_some((word & CHANNEL_MASK) as usize)
     }
 
     /// The hint for `State::start` (see [`STARTED`]).
     #[inline]
     fn started(self) -> bool {
-        self.bits.load(Ordering::Relaxed) & STARTED != 0
+        self.bits() & STARTED != 0
     }
 
     #[inline]
     fn counted(self) -> bool {
-        self.bits.load(Ordering::Relaxed) & COUNTED != 0
+        self.bits() & COUNTED != 0
     }
 
     /// Sets whether the token counts towards close; returns the old value.
@@ -211,12 +229,12 @@ impl Entry<'_> {
     /// Whether the token is (or was last) in a channel's queue: no cancel
     /// reason recorded since it entered one (see `core::meters`).
     fn in_queue(self) -> bool {
-        self.bits.load(Ordering::Relaxed) & CANCEL == UNSET
+        self.bits() & CANCEL == UNSET
     }
 
     /// Why the task is being cancelled (see [`CANCEL`]).
-    fn cancel_reason(self, scheduler: &Weak<dyn Schedule>) -> CancelReason {
-        let code = self.bits.load(Ordering::Relaxed) & CANCEL;
+    fn cancel_reason(self, scheduler: &SchedulerRef) -> CancelReason {
+        let code = self.bits() & CANCEL;
         match CancelReason::from_code(code) {
             Some(reason) => reason,
             None => match scheduler.upgrade() {
@@ -230,7 +248,7 @@ impl Entry<'_> {
     /// its pool, to be given the count back by [`give_back`] (possibly
     /// after the cell is gone).
     #[inline]
-    fn detach_count(self, scheduler: &Weak<dyn Schedule>) -> Option<PoolRef> {
+    fn detach_count(self, scheduler: &SchedulerRef) -> Option<PoolRef> {
         self.swap_counted(false).then(|| PoolRef::of(scheduler))
     }
 
@@ -238,7 +256,7 @@ impl Entry<'_> {
     /// the task is cancelled, is freed while counted, moves to a dropping
     /// channel, or the token is found stale (its completion detaches the
     /// count first, see `TaskCell::finish`).
-    fn release_count(self, scheduler: &Weak<dyn Schedule>) {
+    fn release_count(self, scheduler: &SchedulerRef) {
         if let Some(count) = self.detach_count(scheduler) {
             give_back(count);
         }
@@ -248,7 +266,8 @@ impl Entry<'_> {
 /// A task's pool, as the calling thread reaches it: directly on one of its
 /// workers (the worker keeps the pool alive: upgrading the `Weak` is two
 /// read-modify-writes on the one reference count every task of the pool
-/// shares), through the task's `Weak` anywhere else. Made and used on one
+/// shares), through the `Weak` of the task's [`SchedulerRef`] anywhere
+/// else. Made and used on one
 /// thread (the raw pointer keeps it from being sent).
 enum PoolRef {
     /// Made on a worker of the task's pool.
@@ -258,9 +277,9 @@ enum PoolRef {
 }
 
 impl PoolRef {
-    /// The pool of the task whose `Weak` this is.
+    /// The pool of the task whose link this is.
     #[inline]
-    fn of(scheduler: &Weak<dyn Schedule>) -> PoolRef {
+    fn of(scheduler: &SchedulerRef) -> PoolRef {
         let pool = scheduler.as_ptr();
         if std::ptr::addr_eq(crate::context::pool(), pool) {
             PoolRef::OnWorker(pool)
@@ -277,8 +296,8 @@ impl PoolRef {
             PoolRef::OnWorker(pool) => {
                 // SAFETY: made on this thread while it was a worker of the
                 // pool at that address, and no other object could sit there,
-                // since the task's `Weak` then kept the pool's allocation
-                // reserved; used before that worker's run returns (made and
+                // since the `Weak` in the task's `SchedulerRef` then kept the
+                // pool's allocation reserved; used before that worker's run returns (made and
                 // used within one call on the worker's stack: a `PoolRef` is
                 // never stored or sent), and while the worker's context is
                 // set its frame (`pool::worker::run`) owns an `Arc` to the
@@ -313,12 +332,10 @@ fn header_address(header: &Header) -> *const () {
     (header as *const Header).cast()
 }
 
-/// Calls `f` with the pool (as its `Weak`) and the channel index of the
+/// Calls `f` with the pool (as its link) and the channel index of the
 /// task this thread is polling, if any (innermost, whatever its pool); the
 /// index is `None` for a task of no channel (a blocking task).
-pub(crate) fn with_polling_task<R>(
-    f: impl FnOnce(&Weak<dyn Schedule>, Option<usize>) -> R,
-) -> Option<R> {
+pub(crate) fn with_polling_task<R>(f: impl FnOnce(&SchedulerRef, Option<usize>) -> R) -> Option<R> {
     let header = crate::context::polling()?;
     // SAFETY: the marker holds the address of the header of the task this
     // thread is polling (`header_address`, set by `Runnable::run` for the
@@ -333,12 +350,103 @@ pub(crate) fn with_polling_task<R>(
     Some(f(&header.scheduler, from))
 }
 
-/// The future, or what it left behind.
-pub(super) enum Stage<F: Future> {
-    Running(F),
-    Finished(Result<F::Output, JoinError>),
-    /// The joiner took the output.
-    Consumed,
+/// [`Header::stage_tag`]: the union holds the future.
+const RUNNING: u8 = 0;
+/// [`Header::stage_tag`]: the union holds the outcome.
+const FINISHED: u8 = 1;
+/// [`Header::stage_tag`]: the union holds nothing: the joiner took the
+/// outcome, or the output of a task nobody joins was dropped, or the cell is
+/// being freed.
+const EMPTY: u8 = 2;
+
+/// The future, or what it left behind: its outcome once finished. An
+/// untagged union, whose tag is the header's `stage_tag`: for a small task
+/// (a closure holding a pointer, with no output) the union is one word,
+/// where an enum would be two (BENCHMARKS.md, W10).
+pub(super) union StageData<F: Future> {
+    future: ManuallyDrop<F>,
+    outcome: ManuallyDrop<Result<F::Output, JoinError>>,
+}
+
+/// The stage as the party responsible for it holds it (see
+/// [`TaskCell::with_stage`]): the union and its tag, which only the methods
+/// below change, together.
+pub(super) struct Stage<'a, F: Future> {
+    tag: &'a mut u8,
+    data: &'a mut StageData<F>,
+}
+
+impl<F: Future> Stage<'_, F> {
+    /// The future, pinned, while the task has not finished.
+    #[inline]
+    fn future(&mut self) -> Option<Pin<&mut F>> {
+        if *self.tag != RUNNING {
+            return None;
+        }
+        // SAFETY: the tag says the union holds the future. It lives inside
+        // the task's `Arc` allocation, which never moves, and is never
+        // moved out of the union: it leaves only by being dropped in place
+        // (`clear`). So it stays pinned.
+        Some(unsafe { Pin::new_unchecked(&mut *self.data.future) })
+    }
+
+    /// Drops what the stage holds, in place, catching a panic there (the
+    /// future's and the output's destructors are user code): the stage is
+    /// empty after, also if one panicked.
+    fn clear(&mut self) {
+        let tag = std::mem::replace(self.tag, EMPTY);
+        if tag == EMPTY {
+            return;
+        }
+        let data = &mut *self.data;
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            if tag == RUNNING {
+                // SAFETY: the tag said the union holds the future, and now
+                // says it is empty: the future is dropped once, in place.
+                unsafe { ManuallyDrop::drop(&mut data.future) }
+            } else {
+                // SAFETY: as above, for the outcome.
+                unsafe { ManuallyDrop::drop(&mut data.outcome) }
+            }
+        }));
+        if let Err(panic) = dropped {
+            log::error!(
+                "smartpool: a task's future panicked while being dropped: {}",
+                super::join::panic_message(&*panic)
+            );
+        }
+    }
+
+    /// Replaces what the stage holds by `outcome` (dropping the future in
+    /// place first, as an assignment would).
+    fn finish(&mut self, outcome: Result<F::Output, JoinError>) {
+        self.clear();
+        self.data.outcome = ManuallyDrop::new(outcome);
+        *self.tag = FINISHED;
+    }
+
+    /// Takes the outcome, if the stage holds it; it is empty after.
+    pub(super) fn take_outcome(&mut self) -> Option<Result<F::Output, JoinError>> {
+        if *self.tag != FINISHED {
+            return None;
+        }
+        *self.tag = EMPTY;
+        // SAFETY: the tag said the union holds the outcome, and now says
+        // it is empty: the outcome is moved out once.
+        Some(unsafe { ManuallyDrop::take(&mut self.data.outcome) })
+    }
+
+    /// Whether freeing the cell has nothing of the stage to drop.
+    fn nothing_to_drop(&self) -> bool {
+        match *self.tag {
+            EMPTY => true,
+            FINISHED => {
+                // SAFETY: the tag says the union holds the outcome.
+                !std::mem::needs_drop::<F::Output>() && unsafe { self.data.outcome.is_ok() }
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The heap cell of one task: one allocation holds header and future.
@@ -349,11 +457,12 @@ pub(super) enum Stage<F: Future> {
 pub(super) struct TaskCell<F: Future> {
     /// Accessed only through [`TaskCell::with_stage`], by the party the
     /// state word makes responsible for it (see the module doc).
-    stage: UnsafeCell<Stage<F>>,
+    stage: UnsafeCell<StageData<F>>,
     pub(super) header: Header,
 }
 
-// SAFETY: the only state not already `Sync` is the stage, and it is touched
+// SAFETY: the only state not already `Sync` is the stage (its union, and
+// its tag in the header), and it is touched
 // by one party at a time, in an order the state word's acquire/release
 // transitions make happen-before one another: the poller (`RUNNING`, or
 // `RUNNING+SCHEDULED` once woken, or `SCHEDULED` after a poll that ended
@@ -375,18 +484,15 @@ impl<F: Future> Drop for TaskCell<F> {
     /// waker dropped on any thread, which must not see the task's panic
     /// (two in one unwinding would abort the process).
     fn drop(&mut self) {
-        self.stage.with_mut(|stage| {
-            // SAFETY: `&mut self`: nobody else can reach the stage.
-            let stage = unsafe { &mut *stage };
-            let nothing_to_drop = match stage {
-                Stage::Consumed => true,
-                Stage::Finished(Ok(_)) => !std::mem::needs_drop::<F::Output>(),
-                _ => false,
-            };
-            if !nothing_to_drop {
-                Self::set_stage(stage, Stage::Consumed);
-            }
-        });
+        // SAFETY: (the `with_stage` contract) `&mut self`: nobody else can
+        // reach the stage.
+        unsafe {
+            self.with_stage(|mut stage| {
+                if !stage.nothing_to_drop() {
+                    stage.clear();
+                }
+            })
+        }
     }
 }
 
@@ -534,8 +640,8 @@ impl RunningTask {
     }
 
     /// Whether the task belongs to the pool behind `scheduler`.
-    pub(crate) fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool {
-        Weak::ptr_eq(&self.header().scheduler, scheduler)
+    pub(crate) fn belongs_to(&self, scheduler: &SchedulerRef) -> bool {
+        self.header().scheduler.same_pool(scheduler)
     }
 
     /// Records why the task is cancelled if this token is dropped now;
@@ -586,10 +692,7 @@ impl fmt::Debug for RunningTask {
 }
 
 /// Creates a task for `future`, owned by the pool behind `scheduler`.
-pub(crate) fn spawn<F>(
-    future: F,
-    scheduler: Weak<dyn Schedule>,
-) -> (RunningTask, JoinHandle<F::Output>)
+pub(crate) fn spawn<F>(future: F, scheduler: SchedulerRef) -> (RunningTask, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -601,7 +704,7 @@ where
 /// a blocking task, which runs on a blocking thread, outside the channels.
 pub(crate) fn spawn_unmovable<F>(
     future: F,
-    scheduler: Weak<dyn Schedule>,
+    scheduler: SchedulerRef,
 ) -> (RunningTask, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
@@ -613,7 +716,7 @@ where
 /// Creates a task for `future` with no handle, owned by the pool behind
 /// `scheduler`: born detached (as a task whose handle was dropped before
 /// it ran), so the token holds the cell's only reference.
-pub(crate) fn spawn_detached<F>(future: F, scheduler: Weak<dyn Schedule>) -> RunningTask
+pub(crate) fn spawn_detached<F>(future: F, scheduler: SchedulerRef) -> RunningTask
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -623,7 +726,7 @@ where
 
 fn spawn_with<F>(
     future: F,
-    scheduler: Weak<dyn Schedule>,
+    scheduler: SchedulerRef,
     unmovable: bool,
 ) -> (RunningTask, JoinHandle<F::Output>)
 where
@@ -638,7 +741,7 @@ where
 /// The cell of a new task; `joined`: a handle will be made for it.
 fn new_cell<F>(
     future: F,
-    scheduler: Weak<dyn Schedule>,
+    scheduler: SchedulerRef,
     unmovable: bool,
     joined: bool,
 ) -> Arc<TaskCell<F>>
@@ -652,17 +755,18 @@ where
         (State::new_scheduled(), UNSET)
     };
     Arc::new(TaskCell {
-        stage: UnsafeCell::new(Stage::Running(future)),
+        stage: UnsafeCell::new(StageData {
+            future: ManuallyDrop::new(future),
+        }),
         header: Header {
             state,
-            from: AtomicU32::new(0),
-            bits: AtomicU8::new(bits),
-            moved_from: AtomicU32::new(0),
-            moved_bits: AtomicU8::new(UNSET),
+            own: AtomicU32::new(entry_word(0, bits)),
+            moved: AtomicU32::new(entry_word(0, UNSET)),
             registered: AtomicU32::new(0),
             scheduler,
             join_waker: JoinWaker::new(),
             join_state: AtomicU8::new(0),
+            stage_tag: UnsafeCell::new(RUNNING),
             joined: AtomicBool::new(joined),
         },
     })
@@ -691,21 +795,14 @@ impl<F: Future> TaskCell<F> {
     /// cancelling it (after the same claim: `RUNNING`), or the joiner, having
     /// seen `COMPLETE`. Then no other party touches the stage until the
     /// caller's next state transition, which follows this call.
-    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
-        // SAFETY: exclusive access, by the caller's contract.
-        self.stage.with_mut(|stage| f(unsafe { &mut *stage }))
-    }
-
-    /// Replaces the stage, catching a panic from dropping the old one.
-    fn set_stage(stage: &mut Stage<F>, new: Stage<F>) {
-        // Assignment drops the old value in place (the pinned future is never
-        // moved); if that drop panics, the new value is still written.
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| *stage = new)) {
-            log::error!(
-                "smartpool: a task's future panicked while being dropped: {}",
-                super::join::panic_message(&*panic)
-            );
-        }
+    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(Stage<'_, F>) -> R) -> R {
+        self.header.stage_tag.with_mut(|tag| {
+            self.stage.with_mut(|data| {
+                // SAFETY: exclusive access to both, by the caller's contract.
+                let (tag, data) = unsafe { (&mut *tag, &mut *data) };
+                f(Stage { tag, data })
+            })
+        })
     }
 
     /// Marks the task complete and tells its joiner. The joiner's waker is
@@ -858,8 +955,7 @@ fn stale<T>(task: Arc<T>, count: Option<PoolRef>) -> RunOutcome {
 struct Moved<F: Future> {
     cell: Arc<TaskCell<F>>,
     line: Line,
-    from: AtomicU32,
-    bits: AtomicU8,
+    entry: AtomicU32,
 }
 
 impl<F: Future> Moved<F> {
@@ -872,17 +968,13 @@ impl<F: Future> Moved<F> {
         RunningTask::new(Arc::new(Moved {
             cell,
             line,
-            from: AtomicU32::new(from as u32),
-            bits: AtomicU8::new(bits),
+            entry: AtomicU32::new(entry_word(from, bits)),
         }))
     }
 
     /// This token's own entry.
     fn fields(&self) -> Entry<'_> {
-        Entry {
-            from: &self.from,
-            bits: &self.bits,
-        }
+        Entry(&self.entry)
     }
 }
 
@@ -963,15 +1055,10 @@ where
         // waker clones it, which counts.
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
-        let poll = |stage: &mut Stage<F>| {
-            let Stage::Running(future) = stage else {
+        let poll = |mut stage: Stage<'_, F>| {
+            let Some(future) = stage.future() else {
                 unreachable!("a scheduled task holds its future");
             };
-            // SAFETY: the future lives inside the task's `Arc` allocation,
-            // which never moves, and is never moved out of the stage: it
-            // leaves only by being dropped in place by `set_stage` or with
-            // the cell. So it stays pinned.
-            let future = unsafe { Pin::new_unchecked(future) };
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
         };
         // A wake of this task on this thread during the poll is recorded in
@@ -1027,15 +1114,20 @@ where
         // before the count towards close goes back, rather than with the
         // cell's last reference (perhaps a waker, on any thread, later).
         let finished = if self.header.joined.load(Ordering::Relaxed) {
-            Stage::Finished(output)
+            Some(output)
         } else {
             drop_output(output);
-            Stage::Consumed
+            None
         };
         // SAFETY: (the `with_stage` contract) still the poller (`RUNNING` or
         // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
         // joiner.
-        unsafe { self.with_stage(|stage| Self::set_stage(stage, finished)) };
+        unsafe {
+            self.with_stage(|mut stage| match finished {
+                Some(output) => stage.finish(output),
+                None => stage.clear(),
+            })
+        };
         self.finish(line);
         if panicked {
             RunOutcome::Panicked
@@ -1086,7 +1178,7 @@ where
         // party responsible (`RUNNING`); `complete` hands the stage on.
         unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
         self.complete();
-        // (Never panics: `complete` and `set_stage` catch user code.)
+        // (Never panics: `complete` and `Stage::clear` catch user code.)
         entry.release_count(&self.header.scheduler);
     }
 
@@ -1131,10 +1223,8 @@ where
 
     /// Replaces the future by a cancellation for `reason`, with the reason
     /// readable while the future drops (see `task::cancelling`).
-    fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
-        super::cancelling(reason, || {
-            Self::set_stage(stage, Stage::Finished(Err(JoinError::cancelled(reason))))
-        })
+    fn drop_future(mut stage: Stage<'_, F>, reason: CancelReason) {
+        super::cancelling(reason, || stage.finish(Err(JoinError::cancelled(reason))))
     }
 
     /// Registers the task with its pool as one that parks, before its
@@ -1237,8 +1327,8 @@ where
         self.header.state.is_complete()
     }
 
-    fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool {
-        Weak::ptr_eq(&self.header.scheduler, scheduler)
+    fn belongs_to(&self, scheduler: &SchedulerRef) -> bool {
+        self.header.scheduler.same_pool(scheduler)
     }
 
     /// The new line's token holds no count towards close (the channel it

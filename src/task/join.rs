@@ -5,11 +5,12 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
-use super::cell::{Stage, TaskCell};
-use super::{RunningTask, Schedule};
+use super::cell::TaskCell;
+use super::{RunningTask, SchedulerRef};
 use crate::sync::Ordering;
 
 /// Read access to a finished task's output.
@@ -38,7 +39,7 @@ pub(crate) trait Abort: Send + Sync {
     fn abort(self: Arc<Self>);
     fn is_complete(&self) -> bool;
     /// Whether the task belongs to the pool behind `scheduler`.
-    fn belongs_to(&self, scheduler: &Weak<dyn Schedule>) -> bool;
+    fn belongs_to(&self, scheduler: &SchedulerRef) -> bool;
     /// A move (see the parent module's "Moves"): if the task is queued,
     /// claims it and returns the token of its new line, to be queued in
     /// channel `channel`.
@@ -73,13 +74,8 @@ where
     unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
         // SAFETY: (the `with_stage` contract) by this fn's contract we are
         // the joiner, and saw `COMPLETE`.
-        let stage = unsafe { self.with_stage(|stage| std::mem::replace(stage, Stage::Consumed)) };
-        match stage {
-            Stage::Finished(output) => output,
-            Stage::Running(_) | Stage::Consumed => {
-                unreachable!("a complete task holds its output until joined")
-            }
-        }
+        let outcome = unsafe { self.with_stage(|mut stage| stage.take_outcome()) };
+        outcome.expect("a complete task holds its output until joined")
     }
 }
 
@@ -235,7 +231,7 @@ impl Abort for Finished {
     fn is_complete(&self) -> bool {
         true
     }
-    fn belongs_to(&self, _: &Weak<dyn Schedule>) -> bool {
+    fn belongs_to(&self, _: &SchedulerRef) -> bool {
         false
     }
     fn claim_move(self: Arc<Self>, _: usize) -> Result<RunningTask, MoveError> {
@@ -377,60 +373,123 @@ impl CancelReason {
     }
 }
 
-enum Repr {
+/// A `JoinError` in one word, so that `Result<T, JoinError>` of a small
+/// `T` is one word too and a small task's stage with it (BENCHMARKS.md,
+/// W10): a panic's payload as a thin pointer to its box (aligned, so its low
+/// bit is clear), or a cancel reason as a pointer without provenance, never
+/// dereferenced: the reason's code shifted left, with the low bit set. A
+/// panic is rare; a cancellation allocates nothing.
+struct Repr(NonNull<PanicPayload>);
+
+/// A panic's payload; the mutex makes the error `Sync`, as error types are
+/// expected to be.
+type PanicPayload = std::sync::Mutex<Box<dyn Any + Send + 'static>>;
+
+// SAFETY: a `Repr` either owns a `Box<PanicPayload>` (which is `Send` and
+// `Sync`: a mutex of a `Send` value) or holds no pointer at all.
+unsafe impl Send for Repr {}
+// SAFETY: as for `Send`; shared access only locks the mutex.
+unsafe impl Sync for Repr {}
+
+/// What a [`Repr`] holds.
+enum ReprRef<'a> {
     Cancelled(CancelReason),
-    // The mutex makes the error `Sync`, as error types are expected to be.
-    // Boxed once more: a thin pointer keeps `JoinError` at 16 bytes, and
-    // with it the stage of every small task (its future or its `Result`)
-    // and the task's allocation (BENCHMARKS.md, W10); a panic is rare.
-    Panicked(Box<std::sync::Mutex<Box<dyn Any + Send + 'static>>>),
+    Panicked(&'a PanicPayload),
+}
+
+impl Repr {
+    fn cancelled(reason: CancelReason) -> Repr {
+        // A pointer without provenance (`ptr::without_provenance_mut`,
+        // which is newer than our MSRV).
+        let tagged = std::ptr::null_mut::<u8>()
+            .wrapping_add(((reason as usize) << 1) | 1)
+            .cast::<PanicPayload>();
+        Repr(NonNull::new(tagged).expect("a tagged code is never 0"))
+    }
+
+    fn panicked(payload: Box<dyn Any + Send + 'static>) -> Repr {
+        Repr(NonNull::from(Box::leak(Box::new(PanicPayload::new(
+            payload,
+        )))))
+    }
+
+    fn get(&self) -> ReprRef<'_> {
+        let addr = self.0.as_ptr() as usize;
+        if addr & 1 == 1 {
+            let code = u8::try_from(addr >> 1).expect("a cancel reason's code is a byte");
+            ReprRef::Cancelled(CancelReason::from_code(code).expect("a valid code"))
+        } else {
+            // SAFETY: an untagged `Repr` owns the box `panicked` leaked; it
+            // is freed only by `into_payload` or `drop`, which take `self`.
+            ReprRef::Panicked(unsafe { self.0.as_ref() })
+        }
+    }
+
+    /// The panic's payload, or the `Repr` back if it holds a reason.
+    fn into_payload(self) -> Result<Box<dyn Any + Send + 'static>, Repr> {
+        if let ReprRef::Cancelled(_) = self.get() {
+            return Err(self);
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: untagged: the box `panicked` leaked, owned by `self`, which
+        // is forgotten, so the box is freed once, here.
+        let payload = unsafe { Box::from_raw(this.0.as_ptr()) };
+        Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Drop for Repr {
+    fn drop(&mut self) {
+        if let ReprRef::Panicked(_) = self.get() {
+            // SAFETY: untagged: the box `panicked` leaked, owned by `self`,
+            // freed once, here.
+            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        }
+    }
 }
 
 impl JoinError {
     pub(crate) fn cancelled(reason: CancelReason) -> JoinError {
         JoinError {
-            repr: Repr::Cancelled(reason),
+            repr: Repr::cancelled(reason),
         }
     }
 
     pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
-            repr: Repr::Panicked(Box::new(std::sync::Mutex::new(payload))),
+            repr: Repr::panicked(payload),
         }
     }
 
     /// The task was dropped before it finished, or never accepted:
     /// [`JoinError::cancel_reason`] says why.
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled(_))
+        matches!(self.repr.get(), ReprRef::Cancelled(_))
     }
 
     /// Why the task was cancelled, or `None` if it panicked.
     pub fn cancel_reason(&self) -> Option<CancelReason> {
-        match self.repr {
-            Repr::Cancelled(reason) => Some(reason),
-            Repr::Panicked(_) => None,
+        match self.repr.get() {
+            ReprRef::Cancelled(reason) => Some(reason),
+            ReprRef::Panicked(_) => None,
         }
     }
 
     /// The task panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panicked(_))
+        matches!(self.repr.get(), ReprRef::Panicked(_))
     }
 
     /// The panic's payload, to resume it with `std::panic::resume_unwind`.
     /// Returns the error back if the task did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        match self.repr {
-            Repr::Panicked(payload) => Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner())),
-            Repr::Cancelled(_) => Err(self),
-        }
+        self.repr.into_payload().map_err(|repr| JoinError { repr })
     }
 
     fn message(&self) -> String {
-        match &self.repr {
-            Repr::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
-            Repr::Panicked(payload) => {
+        match self.repr.get() {
+            ReprRef::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
+            ReprRef::Panicked(payload) => {
                 let payload = lock_std(payload);
                 format!("task panicked: {}", panic_message(&**payload))
             }

@@ -145,7 +145,7 @@ fn new_task(need: usize) -> (Arc<Recorder>, Arc<Signals>, RunningTask, JoinHandl
 
 /// The scheduler, the signals and the future of a new task (see
 /// [`new_yielding_task`]).
-fn parts(need: usize, yields: usize) -> (Arc<Recorder>, Arc<Signals>, Weak<dyn Schedule>, Gate) {
+fn parts(need: usize, yields: usize) -> (Arc<Recorder>, Arc<Signals>, SchedulerRef, Gate) {
     let recorder = Arc::new(Recorder::default());
     let signals = Arc::new(Signals {
         opened: AtomicUsize::new(0),
@@ -153,7 +153,7 @@ fn parts(need: usize, yields: usize) -> (Arc<Recorder>, Arc<Signals>, Weak<dyn S
         drops: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
     });
-    let weak: Weak<dyn Schedule> = Arc::downgrade(&recorder) as Weak<dyn Schedule>;
+    let weak = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
     let gate = Gate {
         signals: signals.clone(),
         need,
@@ -847,7 +847,7 @@ fn new_moved_while_polled() -> (
     JoinHandle<u32>,
 ) {
     let recorder = Arc::new(Recorder::default());
-    let weak: Weak<dyn Schedule> = Arc::downgrade(&recorder) as Weak<dyn Schedule>;
+    let weak = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
     let slot = Arc::new(Mutex::new(None));
     let drops = Arc::new(AtomicUsize::new(0));
     let control = Arc::new(Mutex::new(None));

@@ -4,9 +4,10 @@
 //! # Ownership
 //!
 //! A task is one allocation, an `Arc<TaskCell<F>>`, holding a header (state
-//! word, channel it came from, close accounting, a `Weak` to its pool, the
-//! joiner's waker) and the *stage*: the future while it runs, its output or
-//! error once finished. Three kinds of party hold an `Arc` to it:
+//! word, channel it came from, close accounting, a thin pointer to its
+//! pool's `Weak`, the joiner's waker, the stage's tag) and the *stage*: the
+//! future while it runs, its output or error once finished, in an untagged
+//! union whose tag is in the header (so a small task's stage is one word). Three kinds of party hold an `Arc` to it:
 //!
 //! * the [`RunningTask`] token, of which at most one is live (a move leaves
 //!   stale ones behind, see "Moves"): whoever holds the live one (a
@@ -17,7 +18,8 @@
 //!   task made without one (`Exec::exec_detached`) is born as if its
 //!   handle had been dropped before it ran (`joined` clear).
 //!
-//! The pool is reached through a `Weak`: a task never keeps its pool alive,
+//! The pool is reached through a `Weak` (one per pool, behind the
+//! `SchedulerRef` that its tasks share): a task never keeps its pool alive,
 //! and a waker that fires after the pool is gone drops the task instead.
 //!
 //! # States (see `state`)
@@ -197,12 +199,49 @@ pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError};
 pub(crate) use join::Abort as Control;
 
 pub(crate) use cell::{
-    spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome, STAMP,
+    spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome,
+    CHANNEL_BITS, STAMP,
 };
 pub(crate) use join::panic_message;
 
+/// A task's way to its pool, one thin pointer in every task's header: the
+/// pool's `Weak`, in an allocation that the pool's channels and tasks share
+/// (a `Weak<dyn Schedule>` in each header would be a word more a task,
+/// BENCHMARKS.md, W10). It keeps the pool's allocation reserved but not the
+/// pool alive, as the task's own `Weak` did.
+#[derive(Clone)]
+pub(crate) struct SchedulerRef(std::sync::Arc<SchedulerTarget>);
+
+/// The pool's `Weak`, on a cache line of its own: the counts at the start of
+/// the allocation change with every task made and freed, the pointer never.
+#[repr(align(128))]
+struct SchedulerTarget(std::sync::Weak<dyn Schedule>);
+
+impl SchedulerRef {
+    /// The link for the pool behind `pool` (made once a pool).
+    pub(crate) fn new(pool: std::sync::Weak<dyn Schedule>) -> SchedulerRef {
+        SchedulerRef(std::sync::Arc::new(SchedulerTarget(pool)))
+    }
+
+    /// The pool's address, whether or not it is still alive.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *const dyn Schedule {
+        self.0 .0.as_ptr()
+    }
+
+    /// The pool, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<std::sync::Arc<dyn Schedule>> {
+        self.0 .0.upgrade()
+    }
+
+    /// Whether both lead to the same pool.
+    pub(crate) fn same_pool(&self, other: &SchedulerRef) -> bool {
+        std::sync::Weak::ptr_eq(&self.0 .0, &other.0 .0)
+    }
+}
+
 /// What a task needs from its pool. Implemented by the pool; the task holds
-/// it through a `Weak`, which a wake on one of the pool's own workers does
+/// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of the pool's own workers does
 /// not need to upgrade (see `cell::PoolRef`).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// The one way back to the scheduler: a task is runnable again, and
