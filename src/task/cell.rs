@@ -139,9 +139,10 @@ const UNSET: u8 = 0;
 /// channel it is in or was last taken from (the low [`CHANNEL_BITS`] bits),
 /// and its bits ([`COUNTED`], [`YIELDED`], [`STARTED`], [`OFF_CHANNEL`],
 /// [`CANCEL`]) in the high byte. One word rather than a word and a byte
-/// keeps the header at 48 bytes (BENCHMARKS.md, W10). Only the token's holder writes them (or, for the header's
-/// `moved` entry, the party responsible for the task), so a load then a
-/// store cannot lose a write, and a change is rare: no read-modify-write
+/// keeps the header at 48 bytes (BENCHMARKS.md, W10). Only the token's
+/// holder writes them (or, for the header's `moved` entry, the party
+/// responsible for the task), so a load then a store of the whole word
+/// cannot lose a write, and a change is rare: no read-modify-write
 /// on every submission or completion. Relaxed: whoever hands the token on
 /// publishes them (a queue's, a state transition's synchronisation).
 #[derive(Clone, Copy)]
@@ -155,6 +156,7 @@ const CHANNEL_MASK: u32 = (1 << CHANNEL_BITS) - 1;
 /// An entry's word for `channel` and `bits`.
 #[inline]
 fn entry_word(channel: usize, bits: u8) -> u32 {
+    // `PoolConfig::validate` refuses more channels (`MAX_CHANNELS`).
     debug_assert!(channel <= CHANNEL_MASK as usize, "checked by the config");
     (u32::from(bits) << CHANNEL_BITS) | (channel as u32 & CHANNEL_MASK)
 }
@@ -394,12 +396,32 @@ impl<F: Future> Stage<'_, F> {
     /// future's and the output's destructors are user code): the stage is
     /// empty after, also if one panicked.
     fn clear(&mut self) {
+        if let Some(panic) = self.drop_held() {
+            panic.log();
+        }
+    }
+
+    /// Replaces what the stage holds by `outcome` (dropping the future in
+    /// place first, as an assignment would; a panic there is logged once
+    /// the outcome is written, since the log is user code too).
+    fn finish(&mut self, outcome: Result<F::Output, JoinError>) {
+        let panic = self.drop_held();
+        self.data.outcome = ManuallyDrop::new(outcome);
+        *self.tag = FINISHED;
+        if let Some(panic) = panic {
+            panic.log();
+        }
+    }
+
+    /// Drops what the stage holds and leaves it empty; returns the panic of
+    /// a destructor that panicked, for the caller to log.
+    fn drop_held(&mut self) -> Option<DropPanic> {
         let tag = std::mem::replace(self.tag, EMPTY);
         if tag == EMPTY {
-            return;
+            return None;
         }
         let data = &mut *self.data;
-        let dropped = catch_unwind(AssertUnwindSafe(|| {
+        catch_unwind(AssertUnwindSafe(|| {
             if tag == RUNNING {
                 // SAFETY: the tag said the union holds the future, and now
                 // says it is empty: the future is dropped once, in place.
@@ -408,21 +430,12 @@ impl<F: Future> Stage<'_, F> {
                 // SAFETY: as above, for the outcome.
                 unsafe { ManuallyDrop::drop(&mut data.outcome) }
             }
-        }));
-        if let Err(panic) = dropped {
-            log::error!(
-                "smartpool: a task's future panicked while being dropped: {}",
-                super::join::panic_message(&*panic)
-            );
-        }
-    }
-
-    /// Replaces what the stage holds by `outcome` (dropping the future in
-    /// place first, as an assignment would).
-    fn finish(&mut self, outcome: Result<F::Output, JoinError>) {
-        self.clear();
-        self.data.outcome = ManuallyDrop::new(outcome);
-        *self.tag = FINISHED;
+        }))
+        .err()
+        .map(|payload| DropPanic {
+            future: tag == RUNNING,
+            payload,
+        })
     }
 
     /// Takes the outcome, if the stage holds it; it is empty after.
@@ -449,11 +462,30 @@ impl<F: Future> Stage<'_, F> {
     }
 }
 
+/// A destructor of what a stage held panicked (see [`Stage::drop_held`]).
+struct DropPanic {
+    /// The future's (else the outcome's).
+    future: bool,
+    payload: Box<dyn std::any::Any + Send>,
+}
+
+impl DropPanic {
+    #[cold]
+    fn log(self) {
+        log::error!(
+            "smartpool: a task's {} panicked while being dropped: {}",
+            if self.future { "future" } else { "output" },
+            super::join::panic_message(&*self.payload)
+        );
+    }
+}
+
 /// The heap cell of one task: one allocation holds header and future.
 ///
-/// Field order matters: fields drop in declaration order, so a cell freed
-/// while still counted drops its future before `Header::drop` releases the
-/// count, and close never resolves before that destructor ran.
+/// The cell's `Drop` drops what the stage holds before the fields drop,
+/// so a cell freed while still counted drops its future before
+/// `Header::drop` releases the count, and close never resolves before that
+/// destructor ran.
 pub(super) struct TaskCell<F: Future> {
     /// Accessed only through [`TaskCell::with_stage`], by the party the
     /// state word makes responsible for it (see the module doc).

@@ -385,6 +385,9 @@ struct Repr(NonNull<PanicPayload>);
 /// expected to be.
 type PanicPayload = std::sync::Mutex<Box<dyn Any + Send + 'static>>;
 
+// A payload's address is even, so a tagged reason (odd) is never one.
+const _: () = assert!(std::mem::align_of::<PanicPayload>() >= 2);
+
 // SAFETY: a `Repr` either owns a `Box<PanicPayload>` (which is `Send` and
 // `Sync`: a mutex of a `Send` value) or holds no pointer at all.
 unsafe impl Send for Repr {}

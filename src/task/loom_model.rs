@@ -316,6 +316,8 @@ fn detached_task_racing_a_wake() {
             "future dropped once"
         );
         // The worker's token or the opener's waker was the last reference.
+        // The task held the model's one `SchedulerRef`, so its `Weak` to
+        // the recorder goes with the cell.
         assert_eq!(Arc::weak_count(&recorder), 0, "the cell was freed");
     });
 }

@@ -7,7 +7,8 @@
 //! word, channel it came from, close accounting, a thin pointer to its
 //! pool's `Weak`, the joiner's waker, the stage's tag) and the *stage*: the
 //! future while it runs, its output or error once finished, in an untagged
-//! union whose tag is in the header (so a small task's stage is one word). Three kinds of party hold an `Arc` to it:
+//! union whose tag is in the header (so a small task's stage is one word).
+//! Three kinds of party hold an `Arc` to it:
 //!
 //! * the [`RunningTask`] token, of which at most one is live (a move leaves
 //!   stale ones behind, see "Moves"): whoever holds the live one (a
@@ -241,8 +242,8 @@ impl SchedulerRef {
 }
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
-/// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of the pool's own workers does
-/// not need to upgrade (see `cell::PoolRef`).
+/// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of
+/// the pool's own workers does not need to upgrade (see `cell::PoolRef`).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// The one way back to the scheduler: a task is runnable again, and
     /// `task` is the responsibility for it. `woken_while_running`: it was
