@@ -269,8 +269,8 @@ impl Entry<'_> {
 /// workers (the worker keeps the pool alive: upgrading the `Weak` is two
 /// read-modify-writes on the one reference count every task of the pool
 /// shares), through the `Weak` of the task's [`SchedulerRef`] anywhere
-/// else. Made and used on one
-/// thread (the raw pointer keeps it from being sent).
+/// else. Made and used on one thread (the raw pointer keeps it from being
+/// sent).
 enum PoolRef {
     /// Made on a worker of the task's pool.
     OnWorker(*const dyn Schedule),
@@ -299,12 +299,13 @@ impl PoolRef {
                 // SAFETY: made on this thread while it was a worker of the
                 // pool at that address, and no other object could sit there,
                 // since the `Weak` in the task's `SchedulerRef` then kept the
-                // pool's allocation reserved; used before that worker's run returns (made and
-                // used within one call on the worker's stack: a `PoolRef` is
-                // never stored or sent), and while the worker's context is
-                // set its frame (`pool::worker::run`) owns an `Arc` to the
-                // pool (`crate::context`'s invariant): the pool is alive,
-                // and a shared reference to it is what every `Arc` holder has.
+                // pool's allocation reserved; used before that worker's run
+                // returns (made and used within one call on the worker's
+                // stack: a `PoolRef` is never stored or sent), and while the
+                // worker's context is set its frame (`pool::worker::run`)
+                // owns an `Arc` to the pool (`crate::context`'s invariant):
+                // the pool is alive, and a shared reference to it is what
+                // every `Arc` holder has.
                 Some(f(unsafe { &**pool }))
             }
             PoolRef::Upgraded(Some(pool)) => Some(f(&**pool)),
