@@ -161,21 +161,33 @@ fn entry_word(channel: usize, bits: u8) -> u32 {
     (u32::from(bits) << CHANNEL_BITS) | (channel as u32 & CHANNEL_MASK)
 }
 
+/// The channel of an entry's word.
+#[inline]
+fn channel_of(word: u32) -> usize {
+    (word & CHANNEL_MASK) as usize
+}
+
+/// The bits of an entry's word.
+#[inline]
+fn bits_of(word: u32) -> u8 {
+    (word >> CHANNEL_BITS) as u8
+}
+
 impl Entry<'_> {
     #[inline]
     fn from(self) -> usize {
-        (self.0.load(Ordering::Relaxed) & CHANNEL_MASK) as usize
+        channel_of(self.0.load(Ordering::Relaxed))
     }
 
     #[inline]
     fn bits(self) -> u8 {
-        (self.0.load(Ordering::Relaxed) >> CHANNEL_BITS) as u8
+        bits_of(self.0.load(Ordering::Relaxed))
     }
 
     #[inline]
     fn set_from(self, channel: usize) {
         let old = self.0.load(Ordering::Relaxed);
-        let new = entry_word(channel, (old >> CHANNEL_BITS) as u8);
+        let new = entry_word(channel, bits_of(old));
         if new != old {
             self.0.store(new, Ordering::Relaxed);
         }
@@ -185,13 +197,11 @@ impl Entry<'_> {
     #[inline]
     fn update(self, mask: u8, value: u8) -> u8 {
         let word = self.0.load(Ordering::Relaxed);
-        let old = (word >> CHANNEL_BITS) as u8;
+        let old = bits_of(word);
         let new = (old & !mask) | value;
         if new != old {
-            self.0.store(
-                (word & CHANNEL_MASK) | (u32::from(new) << CHANNEL_BITS),
-                Ordering::Relaxed,
-            );
+            self.0
+                .store(entry_word(channel_of(word), new), Ordering::Relaxed);
         }
         old
     }
@@ -201,7 +211,7 @@ impl Entry<'_> {
     #[inline]
     fn channel(self) -> Option<usize> {
         let word = self.0.load(Ordering::Relaxed);
-        ((word >> CHANNEL_BITS) as u8 & OFF_CHANNEL == 0).then_some((word & CHANNEL_MASK) as usize)
+        (bits_of(word) & OFF_CHANNEL == 0).then_some(channel_of(word))
     }
 
     /// The hint for `State::start` (see [`STARTED`]).
