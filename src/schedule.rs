@@ -37,11 +37,13 @@ use crate::status::{Bit, BitSet, Status};
 use crate::wait_clock::WaitClock;
 use std::sync::Arc;
 
-/// One level: its channels (indices) and their status bits.
+/// One level: its channels (indices) and their status bits, one by one
+/// and as (word, mask) pairs (one load per word to ask whether any is set).
 #[derive(Debug)]
 pub(crate) struct Level {
     pub(crate) channels: Box<[usize]>,
     bits: Box<[Bit]>,
+    mask: BitSet,
 }
 
 #[derive(Debug)]
@@ -185,9 +187,13 @@ impl Levels {
             level_of: level_of.into(),
             levels: levels
                 .into_iter()
-                .map(|channels| Level {
-                    bits: channels.iter().map(|&c| Bit::new(c)).collect(),
-                    channels: channels.into(),
+                .map(|channels| {
+                    let bits: Box<[Bit]> = channels.iter().map(|&c| Bit::new(c)).collect();
+                    Level {
+                        mask: bit_set(bits.iter()),
+                        bits,
+                        channels: channels.into(),
+                    }
                 })
                 .collect(),
             policy: match algorithm {
@@ -245,7 +251,7 @@ impl Levels {
     /// module doc).
     fn due(&self, status: &Status, floor: usize) -> Option<usize> {
         let waiting = |bound: &Bound| {
-            status.any_of(&self.levels[bound.level].bits)
+            status.any_in_set(&self.levels[bound.level].mask)
                 && bound.above.iter().any(|&(w, m)| status.any_in(w, m))
         };
         for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
@@ -346,16 +352,42 @@ impl Levels {
             return false;
         }
         match &self.policy {
-            Policy::HighestFirst => !self.levels[..level].iter().any(|l| status.any_of(&l.bits)),
+            // `down_to[level - 1]`: the bits of every level above.
+            Policy::HighestFirst => level == 0 || !status.any_in_set(&self.down_to[level - 1]),
             Policy::RoundRobin(slices) => {
                 (level == cursor.level && cursor.since.elapsed() < slices[level])
                     || !self
                         .levels
                         .iter()
                         .enumerate()
-                        .any(|(l, members)| l != level && status.any_of(&members.bits))
+                        .any(|(l, members)| l != level && status.any_in_set(&members.mask))
             }
         }
+    }
+
+    /// Offers level `level`'s channels to `take`, if any of their bits is
+    /// set, starting at the cursor's rotation (which moves on by one).
+    #[inline(always)]
+    fn try_level<T>(
+        &self,
+        status: &Status,
+        cursor: &mut Cursor,
+        level: usize,
+        take: &mut impl FnMut(usize) -> Option<T>,
+    ) -> Option<T> {
+        let Level { channels, mask, .. } = &self.levels[level];
+        if !status.any_in_set(mask) {
+            return None;
+        }
+        if let [channel] = **channels {
+            return take(channel);
+        }
+        // The rotation without a division (on every search).
+        let n = channels.len();
+        let start = cursor.rotation[level];
+        cursor.rotation[level] = if start + 1 == n { 0 } else { start + 1 };
+        let (head, tail) = channels.split_at(start);
+        tail.iter().chain(head).find_map(|&channel| take(channel))
     }
 
     /// Offers levels in the policy's order to `take`, which looks into the
@@ -367,30 +399,18 @@ impl Levels {
         mut take: impl FnMut(usize) -> Option<T>,
     ) -> Option<T> {
         let count = cursor.floor + 1;
-        let mut try_level = |level: usize, cursor: &mut Cursor| -> Option<T> {
-            let Level { channels, bits } = &self.levels[level];
-            if !status.any_of(bits) {
-                return None;
-            }
-            // The rotation without a division (on every search).
-            let n = channels.len();
-            let start = cursor.rotation[level];
-            cursor.rotation[level] = if start + 1 == n { 0 } else { start + 1 };
-            let (head, tail) = channels.split_at(start);
-            tail.iter().chain(head).find_map(|&channel| take(channel))
-        };
         match &self.policy {
             Policy::HighestFirst if self.bounds.is_empty() => {
-                (0..count).find_map(|level| try_level(level, cursor))
+                (0..count).find_map(|level| self.try_level(status, cursor, level, &mut take))
             }
             Policy::HighestFirst => {
                 if let Some(level) = self.due(status, cursor.floor) {
-                    if let Some(task) = try_level(level, cursor) {
+                    if let Some(task) = self.try_level(status, cursor, level, &mut take) {
                         return Some(task);
                     }
                 }
                 (0..count).find_map(|level| {
-                    let task = try_level(level, cursor)?;
+                    let task = self.try_level(status, cursor, level, &mut take)?;
                     // Served in the normal order: the level's next task
                     // waits its own bound (see `wait_clock`).
                     if let Some(bound) = self.bounds.iter().find(|b| b.level == level) {
@@ -410,7 +430,7 @@ impl Levels {
                 }
                 for k in 0..count {
                     let level = (cursor.level + k) % count;
-                    if let Some(task) = try_level(level, cursor) {
+                    if let Some(task) = self.try_level(status, cursor, level, &mut take) {
                         if k != 0 {
                             // The current level was empty: its slice ends.
                             cursor.level = level;

@@ -169,6 +169,7 @@ impl WorkQueue {
 
     /// Stores `task`: on the calling worker's local deque if the caller is a
     /// worker of `link`'s pool, else on the shared injector.
+    #[inline]
     pub fn push(&self, task: RunningTask, link: &ChannelLink) {
         if let Err(task) = link.push_local(task) {
             self.injector.push(task);
@@ -179,6 +180,7 @@ impl WorkQueue {
     /// deques; every 61st pop by a worker, the injector
     /// before the local deque (see the module doc). `None` only if it found
     /// every source empty.
+    #[inline]
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
         let local = worker.local().map(|l| &l.deques[channel]);

@@ -125,6 +125,7 @@ impl CloseState {
         }
     }
 
+    #[inline]
     fn load(&self) -> Word {
         Word(self.word.load(Ordering::SeqCst))
     }
@@ -134,10 +135,12 @@ impl CloseState {
     }
 
     /// `CLOSING` or `TERMINATED`.
+    #[inline]
     pub(crate) fn is_closing(&self) -> bool {
         self.load().phase() != OPEN
     }
 
+    #[inline]
     pub(crate) fn is_terminated(&self) -> bool {
         self.load().phase() == TERMINATED
     }

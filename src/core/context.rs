@@ -116,6 +116,7 @@ impl WorkerLocal {
 
     /// Whether this worker leaves `channel` alone for now: its `pop`
     /// panicked less than the back-off ago.
+    #[inline]
     pub(crate) fn skips(&self, channel: usize) -> bool {
         if !self.faulted.get() {
             return false;
@@ -146,6 +147,7 @@ impl WorkerLocal {
     }
 
     /// `channel`'s `pop` returned: its back-off starts over.
+    #[inline]
     pub(crate) fn recovered(&self, channel: usize) {
         if self.faulted.get() {
             self.faults[channel].set(Fault::NONE);
@@ -436,6 +438,7 @@ pub(crate) fn offer_lifo(
 /// Pushes `task` onto the calling worker's local deque for `channel`, if
 /// the caller is a worker of `shared`'s pool that is not moving its slot's
 /// task out (that goes behind outside work); gives it back if not.
+#[inline]
 pub(crate) fn push_local(
     shared: &Shared,
     channel: usize,

@@ -45,6 +45,7 @@ impl ChannelLink {
     /// if the caller is a worker thread of this pool; gives it back if not,
     /// or if the worker is moving its LIFO slot's task out (which must go
     /// where the other workers look, behind work queued from outside).
+    #[inline]
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {
         crate::core::context::push_local(&self.shared, self.index, task)
     }

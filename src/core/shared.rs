@@ -117,6 +117,7 @@ impl Shared {
     /// records that dropping it now is the pool's or the channel's doing),
     /// and its count (`new`: a task just made, see `meters`). Returns
     /// whether the task comes from a yield.
+    #[inline]
     pub(crate) fn account(&self, task: &RunningTask, index: usize, new: bool) -> bool {
         let stamp = self
             .meters

@@ -107,10 +107,11 @@ impl<B: PoolBehavior> Pool<B> {
         self.behavior.channel(self.keys[index])
     }
 
-    /// Hands a woken task to the behavior's followup. A panicking followup
+    /// Hands a woken task to the behavior's followup (`yielded`: woken
+    /// during its own poll, see `Schedule::schedule`). A panicking followup
     /// is caught (the task it held is dropped, which cancels it).
-    fn followup(&self, task: RunningTask) {
-        let from = self.keys[task.to_followup()];
+    fn followup(&self, task: RunningTask, yielded: bool) {
+        let from = self.keys[task.to_followup(yielded)];
         let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
         if let Err(panic) = result {
             log::error!(
@@ -279,10 +280,7 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
     /// is marked so that it enters its channel behind the queued work, not
     /// the LIFO slot.
     fn schedule(&self, task: RunningTask, woken_while_running: bool) {
-        if woken_while_running {
-            task.mark_yielded();
-        }
-        self.followup(task);
+        self.followup(task, woken_while_running);
     }
 
     fn release_counted(&self) {

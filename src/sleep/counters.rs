@@ -34,6 +34,7 @@ pub(crate) const MAX_WORKERS: usize = THREAD_MASK as usize;
 pub(crate) struct JobsEvent(u32);
 
 impl JobsEvent {
+    #[inline]
     pub(crate) fn is_sleepy(self) -> bool {
         self.0 % 2 == 0
     }
@@ -44,6 +45,7 @@ impl JobsEvent {
 pub(crate) struct Counters(u64);
 
 impl Counters {
+    #[inline]
     pub(crate) fn sleeping(self) -> usize {
         ((self.0 >> SLEEPING_SHIFT) & THREAD_MASK) as usize
     }
@@ -53,10 +55,12 @@ impl Counters {
     }
 
     /// Workers searching for work, not asleep.
+    #[inline]
     pub(crate) fn awake_idle(self) -> usize {
         self.inactive() - self.sleeping()
     }
 
+    #[inline]
     pub(crate) fn jobs_event(self) -> JobsEvent {
         JobsEvent((self.0 >> JEC_SHIFT) as u32)
     }
@@ -71,6 +75,7 @@ impl AtomicCounters {
         AtomicCounters(AtomicU64::new(0))
     }
 
+    #[inline]
     pub(crate) fn load(&self) -> Counters {
         Counters(self.0.load(Ordering::SeqCst))
     }
@@ -93,6 +98,7 @@ impl AtomicCounters {
 
     /// Marks that a job was posted: an even JEC becomes odd. Returns the
     /// counters as they are after the call.
+    #[inline]
     pub(crate) fn announce_job(&self) -> Counters {
         let mut old = self.load();
         loop {

@@ -516,6 +516,7 @@ impl Sleep {
 
     /// Posts `n` jobs to `domain`: announces them, wakes as many sleepers
     /// as the awake idle workers fall short of `n`, each told `hint`.
+    #[inline]
     fn post(&self, domain: usize, n: usize, hint: usize) -> Posted {
         let d = self.domain(domain);
         let counters = d.counters.announce_job();

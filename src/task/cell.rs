@@ -639,10 +639,17 @@ impl RunningTask {
 
     /// The token goes to the behavior's followup: returns the index of
     /// the channel the task came from, and records that a drop now is the
-    /// followup's (one entry access for both).
-    pub(crate) fn to_followup(&self) -> usize {
+    /// followup's and, if `yielded`, that the task comes from a yield (the
+    /// mark lasts until it enters a channel). One entry access for all.
+    #[inline]
+    pub(crate) fn to_followup(&self, yielded: bool) -> usize {
         let entry = self.task.entry();
-        entry.set_cancel_reason(Some(CancelReason::DroppedByFollowup));
+        let reason = CancelReason::DroppedByFollowup as u8;
+        if yielded {
+            entry.update(CANCEL | YIELDED, reason | YIELDED);
+        } else {
+            entry.update(CANCEL, reason);
+        }
         entry.from()
     }
 
@@ -650,6 +657,7 @@ impl RunningTask {
     /// now is the pool's or the channel's, and clears the yield mark (one
     /// entry access). Returns whether the task holds a count towards
     /// close, and whether it comes from a yield.
+    #[inline]
     pub(crate) fn enter_channel(&self, channel: usize) -> Entered {
         let entry = self.task.entry();
         entry.set_from(channel);
@@ -672,17 +680,14 @@ impl RunningTask {
         self.task.entry().release_count(&self.header().scheduler);
     }
 
-    /// Marks the task as coming from a yield, until it enters a channel.
-    pub(crate) fn mark_yielded(&self) {
-        self.task.entry().update(YIELDED, YIELDED);
-    }
-
     /// Records the channel the task was taken from, for its followup.
+    #[inline]
     pub(crate) fn set_from(&self, channel: usize) {
         self.task.entry().set_from(channel);
     }
 
     /// Whether the task belongs to the pool behind `scheduler`.
+    #[inline]
     pub(crate) fn belongs_to(&self, scheduler: &SchedulerRef) -> bool {
         self.header().scheduler.same_pool(scheduler)
     }

@@ -236,6 +236,7 @@ impl SchedulerRef {
     }
 
     /// Whether both lead to the same pool.
+    #[inline]
     pub(crate) fn same_pool(&self, other: &SchedulerRef) -> bool {
         std::sync::Weak::ptr_eq(&self.0 .0, &other.0 .0)
     }
