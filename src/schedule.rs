@@ -346,6 +346,7 @@ impl Levels {
     /// bits: HighestFirst, if no higher level has a set bit; RoundRobin, if
     /// it is the current level and its slice lasts, or no other level has a
     /// set bit. (For a task outside the channels: a worker's LIFO slot.)
+    #[inline]
     pub(crate) fn admits(&self, status: &Status, cursor: &Cursor, channel: usize) -> bool {
         let level = self.level_of[channel];
         if level > cursor.floor {

@@ -462,6 +462,7 @@ impl Sleep {
     /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
     /// if no other worker is awake and idle to see the task. `filler_idle`:
     /// the filler itself is counted awake and idle.
+    #[inline]
     pub(crate) fn slot_filled(&self, filler_idle: bool) {
         if self.slots.len() == 1 {
             // One seat (a zero-thread pool): the filler is the only worker

@@ -108,6 +108,7 @@ impl State {
     }
 
     /// A wake-up, from any thread.
+    #[inline]
     pub(crate) fn wake(&self) -> Wake {
         let mut current = self.0.load(Ordering::Acquire);
         loop {
