@@ -625,7 +625,9 @@ fn main() {
         let m = m.map_or("n/a".into(), |m| format!("{m:.2}"));
         println!("| {t} | {m} | {} |", verdict(*ok));
     }
-    let svg = if z.quick {
+    // The committed figure is an idle full run's: a quick run or one under
+    // load writes its plot to the temporary directory.
+    let svg = if z.quick || z.spin {
         std::env::temp_dir().join("smartpool-w7-latency.svg")
     } else {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("w7-latency.svg")
