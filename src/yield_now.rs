@@ -15,6 +15,13 @@ use std::task::{Context, Poll};
 /// shared queue (work submitted or woken from outside) within 61 pops.
 /// A higher level still goes first.
 ///
+/// Where it differs from tokio on purpose: tokio keeps a yielded task in a
+/// list private to its worker until that worker finds no other work (or
+/// enters `block_in_place`), so an idle worker cannot take it meanwhile,
+/// and a long task run in between holds it up. Here the yielded task is in
+/// its channel, where idle workers may steal it, as soon as the poll ends;
+/// the price is the channel's status fence on every yield.
+///
 /// Off a pool (any other executor) it is a plain yield to that executor.
 pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
