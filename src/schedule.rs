@@ -206,7 +206,8 @@ impl Levels {
         .with_bounds(max_wait)
     }
 
-    /// Gives each level of `max_wait` that has one its clock.
+    /// Gives each level of `max_wait` that has one its clock, and fills
+    /// `down_to` (which `admits` and `bits_down_to` read).
     fn with_bounds(mut self, max_wait: &[Option<Duration>]) -> Levels {
         self.down_to = (0..self.levels.len())
             .map(|floor| bit_set(self.levels[..=floor].iter().flat_map(|l| l.bits.iter())))
@@ -367,7 +368,8 @@ impl Levels {
     }
 
     /// Offers level `level`'s channels to `take`, if any of their bits is
-    /// set, starting at the cursor's rotation (which moves on by one).
+    /// set, starting at the cursor's rotation (which moves on by one; a
+    /// level of one channel has none).
     #[inline(always)]
     fn try_level<T>(
         &self,
