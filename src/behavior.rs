@@ -241,9 +241,7 @@ pub const MAX_THREADS: usize = 4_096;
 /// The most channels a pool can have, its levels' channels together: a task
 /// records the channel it is in within one word beside its flags (2^24,
 /// about 16.7 million; see [`ConfigError::TooManyChannels`]).
-pub const MAX_CHANNELS: usize = 1 << 24;
-
-const _: () = assert!(MAX_CHANNELS == 1 << crate::task::CHANNEL_BITS);
+pub const MAX_CHANNELS: usize = 1 << crate::task::CHANNEL_BITS;
 
 // Each worker thread has a seat and a guest seat, and one guest seat more
 // is for a driving thread (see `core::seats`).

@@ -37,12 +37,11 @@ use crate::status::{Bit, BitSet, Status};
 use crate::wait_clock::WaitClock;
 use std::sync::Arc;
 
-/// One level: its channels (indices) and their status bits, one by one
-/// and as (word, mask) pairs (one load per word to ask whether any is set).
+/// One level: its channels (indices) and their status bits as (word,
+/// mask) pairs (one load per word to ask whether any is set).
 #[derive(Debug)]
 pub(crate) struct Level {
     pub(crate) channels: Box<[usize]>,
-    bits: Box<[Bit]>,
     mask: BitSet,
 }
 
@@ -121,11 +120,11 @@ impl Seating {
     }
 }
 
-/// `bits` as (word, mask) pairs, one per word touched.
-fn bit_set<'a>(bits: impl Iterator<Item = &'a Bit>) -> BitSet {
+/// The union of `parts` ((word, mask) pairs, as [`Bit::parts`] gives
+/// them), one pair per word touched.
+fn bit_set(parts: impl Iterator<Item = (usize, u64)>) -> BitSet {
     let mut words: Vec<(usize, u64)> = Vec::new();
-    for bit in bits {
-        let (word, mask) = bit.parts();
+    for (word, mask) in parts {
         match words.iter_mut().find(|(w, _)| *w == word) {
             Some((_, m)) => *m |= mask,
             None => words.push((word, mask)),
@@ -187,13 +186,9 @@ impl Levels {
             level_of: level_of.into(),
             levels: levels
                 .into_iter()
-                .map(|channels| {
-                    let bits: Box<[Bit]> = channels.iter().map(|&c| Bit::new(c)).collect();
-                    Level {
-                        mask: bit_set(bits.iter()),
-                        bits,
-                        channels: channels.into(),
-                    }
+                .map(|channels| Level {
+                    mask: bit_set(channels.iter().map(|&c| Bit::new(c).parts())),
+                    channels: channels.into(),
                 })
                 .collect(),
             policy: match algorithm {
@@ -210,7 +205,13 @@ impl Levels {
     /// `down_to` (which `admits` and `bits_down_to` read).
     fn with_bounds(mut self, max_wait: &[Option<Duration>]) -> Levels {
         self.down_to = (0..self.levels.len())
-            .map(|floor| bit_set(self.levels[..=floor].iter().flat_map(|l| l.bits.iter())))
+            .map(|floor| {
+                bit_set(
+                    self.levels[..=floor]
+                        .iter()
+                        .flat_map(|l| l.mask.iter().copied()),
+                )
+            })
             .collect();
         self.bounds = max_wait
             .iter()
@@ -219,7 +220,11 @@ impl Levels {
             .filter(|&(level, _)| level > 0)
             .filter_map(|(level, wait)| {
                 let clock = Arc::new(WaitClock::new((*wait)?));
-                let above = bit_set(self.levels[..level].iter().flat_map(|l| l.bits.iter()));
+                let above = bit_set(
+                    self.levels[..level]
+                        .iter()
+                        .flat_map(|l| l.mask.iter().copied()),
+                );
                 Some(Bound {
                     level,
                     clock,
@@ -301,7 +306,7 @@ impl Levels {
                         Policy::HighestFirst => l < own,
                         Policy::RoundRobin(_) => l != own,
                     });
-                bit_set(others.flat_map(|(_, level)| level.bits.iter()))
+                bit_set(others.flat_map(|(_, level)| level.mask.iter().copied()))
             })
             .collect()
     }

@@ -416,9 +416,14 @@ impl Repr {
         )))))
     }
 
+    /// Whether it holds a cancel reason (a tagged pointer), not a payload.
+    fn holds_reason(&self) -> bool {
+        self.0.as_ptr() as usize & 1 == 1
+    }
+
     fn get(&self) -> ReprRef<'_> {
-        let addr = self.0.as_ptr() as usize;
-        if addr & 1 == 1 {
+        if self.holds_reason() {
+            let addr = self.0.as_ptr() as usize;
             let code = u8::try_from(addr >> 1).expect("a cancel reason's code is a byte");
             ReprRef::Cancelled(CancelReason::from_code(code).expect("a valid code"))
         } else {
@@ -430,7 +435,7 @@ impl Repr {
 
     /// The panic's payload, or the `Repr` back if it holds a reason.
     fn into_payload(self) -> Result<Box<dyn Any + Send + 'static>, Repr> {
-        if let ReprRef::Cancelled(_) = self.get() {
+        if self.holds_reason() {
             return Err(self);
         }
         let this = std::mem::ManuallyDrop::new(self);
@@ -443,7 +448,7 @@ impl Repr {
 
 impl Drop for Repr {
     fn drop(&mut self) {
-        if let ReprRef::Panicked(_) = self.get() {
+        if !self.holds_reason() {
             // SAFETY: untagged: the box `panicked` leaked, owned by `self`,
             // freed once, here.
             drop(unsafe { Box::from_raw(self.0.as_ptr()) });
