@@ -39,8 +39,8 @@ struct Context {
     /// The worker, for `core::context`.
     worker: RefCell<Option<Rc<dyn Any>>>,
     /// The worker's address as `core::context` gave it (the value inside
-    /// `worker`'s `Rc`), or null: for a read that needs no borrow or
-    /// downcast (`should_yield`).
+    /// `worker`'s `Rc`), or null: for the reads on every task's path,
+    /// which need no borrow or downcast (`core::context::with_local`).
     worker_address: Cell<*const ()>,
     /// On any thread: while a cancelled task's future is being dropped,
     /// why (a `CancelReason`'s code, 0 for none), for a future that reports
@@ -308,15 +308,6 @@ fn resolve_counts(
     counts.pool.set(pool_id);
     drop(old);
     block
-}
-
-/// The calling thread's worker address (see [`pool_and_worker_address`]),
-/// or null: one read of the context.
-#[inline]
-pub(crate) fn worker_address() -> *const () {
-    CONTEXT
-        .try_with(|c| c.worker_address.get())
-        .unwrap_or(std::ptr::null())
 }
 
 /// The pool address and the worker's address (of the `W` given to

@@ -337,20 +337,40 @@ impl WorkerLocal {
     }
 }
 
-/// The calling thread's seat, if it holds one of the pool `pool_id`'s (a
-/// worker thread's or a guest's): its index. No borrow of the context and
-/// no downcast (the counts of `meters` take it on every task's path).
+/// Calls `f` with the calling thread's worker, if it is one, and its
+/// pool's address: one read of the context, no borrow of it and no
+/// downcast (every task's path takes it: the counts of `meters`, a push
+/// onto the worker's local deque, a LIFO slot's fill, `should_yield`).
+///
+/// # Safety
+///
+/// `f` must not leave or change the thread's context entry (nothing does
+/// but a worker's start and end and a guest seat's entry, all of which run
+/// tasks: `f` must run no task and no other user code).
 #[inline]
-pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
-    let address = crate::context::worker_address();
+unsafe fn with_local<R>(f: impl FnOnce(&WorkerLocal, *const ()) -> R) -> Option<R> {
+    let (pool, address) = crate::context::pool_and_worker_address();
     if address.is_null() {
         return None;
     }
-    // SAFETY: as in `should_yield` below: a non-null worker address is the
-    // `WorkerLocal` the context holds an `Rc` to until its guard resets the
-    // address; this call runs no user code and keeps no reference.
-    let local = unsafe { &*address.cast::<WorkerLocal>() };
-    (local.pool_id == pool_id).then_some(local.index)
+    // SAFETY: a non-null worker address is the address of the `WorkerLocal`
+    // inside the `Rc` that the context holds (`context::enter` takes it from
+    // that `Rc`, and only `WorkerLocal::enter` enters a context, with an
+    // `Rc<WorkerLocal>`); the context keeps the `Rc` until its `Entered`
+    // guard drops, which resets the address first (or to the outer
+    // worker's, held by the outer entry the same way). Only this thread
+    // reaches its context, and the reference lives for `f`, which (the
+    // caller's promise) cannot leave the context: the worker is alive, and
+    // shared access is what every holder of its `Rc` has.
+    Some(f(unsafe { &*address.cast::<WorkerLocal>() }, pool))
+}
+
+/// The calling thread's seat, if it holds one of the pool `pool_id`'s (a
+/// worker thread's or a guest's): its index.
+#[inline]
+pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
+    // SAFETY: reads two fields; runs no user code.
+    unsafe { with_local(|local, _| (local.pool_id == pool_id).then_some(local.index)) }.flatten()
 }
 
 /// Whether the task of channel `channel` of the pool at `pool`, which the
@@ -359,22 +379,11 @@ pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
 /// the context and no downcast: this is `should_yield`'s whole cost.
 #[inline]
 pub(crate) fn should_yield(pool: *const (), channel: usize) -> bool {
-    let (current, address) = crate::context::pool_and_worker_address();
-    if address.is_null() || !std::ptr::addr_eq(current, pool) {
-        return false;
+    // SAFETY: `should_yield` reads atomics and the clock; no user code.
+    unsafe {
+        with_local(|local, current| std::ptr::addr_eq(current, pool) && local.should_yield(channel))
     }
-    // SAFETY: a non-null worker address is the address of the `WorkerLocal`
-    // inside the `Rc` that the context holds (`context::enter` takes it from
-    // that `Rc`, and only `WorkerLocal::enter` enters a context, with an
-    // `Rc<WorkerLocal>`); the
-    // context keeps the `Rc` until its `Entered` guard drops, which resets
-    // the address first (or to the outer worker's, held by the outer
-    // entry the same way). Only this thread reaches its context, and the
-    // reference does not outlive this call, which runs no user code and
-    // cannot leave the context: the worker is alive, and shared access is
-    // what every holder of its `Rc` has.
-    let local = unsafe { &*address.cast::<WorkerLocal>() };
-    local.should_yield(channel)
+    .unwrap_or(false)
 }
 
 /// The calling thread's worker, if it is one.
@@ -405,15 +414,20 @@ fn keep_on_worker(
     keep: impl FnOnce(&WorkerLocal, RunningTask) -> Result<(), RunningTask>,
 ) -> Result<(), RunningTask> {
     let mut task = Some(task);
-    crate::context::with_worker(|local: &WorkerLocal| {
-        // A reserved worker keeps no task of a level it does not serve:
-        // that goes where the other workers look.
-        if local.pool_id == shared.id
-            && (!local.reserved || shared.channels[channel].level <= local.floor)
-        {
-            task = keep(local, task.take().expect("kept once")).err();
-        }
-    });
+    // SAFETY: `keep` puts the task in the worker's deque or slot (the
+    // callers below): no user code runs (a task's drop, which could, is
+    // the caller's, once this gives the task back).
+    unsafe {
+        with_local(|local, _| {
+            // A reserved worker keeps no task of a level it does not serve:
+            // that goes where the other workers look.
+            if local.pool_id == shared.id
+                && (!local.reserved || shared.channels[channel].level <= local.floor)
+            {
+                task = keep(local, task.take().expect("kept once")).err();
+            }
+        })
+    };
     task.map_or(Ok(()), Err)
 }
 
