@@ -79,7 +79,7 @@ const FAIRNESS_INTERVAL: u32 = 61;
 /// Whether this pop of `channel` by `local` is the one in
 /// [`FAIRNESS_INTERVAL`] that looks at the injector first; counts the pop.
 fn injector_first(local: &WorkerLocal, channel: usize) -> bool {
-    let pops = &local.pops[channel];
+    let pops = &local.channels[channel].pops;
     let n = pops.get() + 1;
     let turn = n >= FAIRNESS_INTERVAL;
     pops.set(if turn { 0 } else { n });
@@ -183,7 +183,7 @@ impl WorkQueue {
     #[inline]
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
-        let local = worker.local().map(|l| &l.deques[channel]);
+        let local = worker.local().map(|l| &l.channels[channel].deque);
         if worker.local().is_some_and(|l| injector_first(l, channel)) {
             if let Some(task) = self.injector.steal(local) {
                 return Some(moved(task, local, link));

@@ -32,16 +32,10 @@ use crate::task::RunningTask;
 pub(crate) struct WorkerLocal {
     pub(crate) pool_id: usize,
     pub(crate) index: usize,
-    /// Per channel: the worker's own deque (see `steal`).
-    pub(crate) deques: Box<[Worker<RunningTask>]>,
-    /// Per channel: pops since this worker last looked at the injector
-    /// first (see `steal`'s fairness).
-    pub(crate) pops: Box<[Cell<u32>]>,
-    /// Per channel: when this worker looks at it again after its `pop`
-    /// panicked, and the back-off after the next panic.
-    faults: Box<[Cell<Fault>]>,
-    /// Whether any entry of `faults` leaves its channel alone: one load on
-    /// the hot path (cleared when the last back-off is seen to run out).
+    /// Per channel: the worker's deque and counts (see [`LocalChannel`]).
+    pub(crate) channels: Box<[LocalChannel]>,
+    /// Whether any channel's `fault` leaves it alone: one load on the hot
+    /// path (cleared when the last back-off is seen to run out).
     faulted: Cell<bool>,
     /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
@@ -87,16 +81,19 @@ impl WorkerLocal {
         floor: usize,
         reserved: bool,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
-        let deques: Box<[Worker<RunningTask>]> =
-            (0..channels).map(|_| Worker::new_fifo()).collect();
-        let stealers = deques.iter().map(Worker::stealer).collect();
+        let channels: Box<[LocalChannel]> = (0..channels)
+            .map(|_| LocalChannel {
+                deque: Worker::new_fifo(),
+                pops: Cell::new(0),
+                fault: Cell::new(Fault::NONE),
+            })
+            .collect();
+        let stealers = channels.iter().map(|c| c.deque.stealer()).collect();
         (
             WorkerLocal {
                 pool_id,
                 index,
-                deques,
-                pops: (0..channels).map(|_| Cell::new(0)).collect(),
-                faults: (0..channels).map(|_| Cell::new(Fault::NONE)).collect(),
+                channels,
                 faulted: Cell::new(false),
                 lifo: LifoSlot::default(),
                 watch_from: Cell::new(index + 1),
@@ -121,7 +118,8 @@ impl WorkerLocal {
         if !self.faulted.get() {
             return false;
         }
-        self.faults[channel]
+        self.channels[channel]
+            .fault
             .get()
             .until
             .is_some_and(|until| Instant::now() < until)
@@ -133,12 +131,12 @@ impl WorkerLocal {
     /// always panics costs a bounded share of the worker.
     pub(crate) fn fault(&self, channel: usize) {
         let now = Instant::now();
-        let fault = self.faults[channel].get();
+        let fault = self.channels[channel].fault.get();
         let in_a_row = fault
             .last
             .is_some_and(|last| now.duration_since(last) < Fault::LONGEST * 4);
         let backoff = if in_a_row { fault.next } else { Fault::FIRST };
-        self.faults[channel].set(Fault {
+        self.channels[channel].fault.set(Fault {
             until: Some(now + backoff),
             next: (backoff * 2).min(Fault::LONGEST),
             last: Some(now),
@@ -150,9 +148,9 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn recovered(&self, channel: usize) {
         if self.faulted.get() {
-            self.faults[channel].set(Fault::NONE);
+            self.channels[channel].fault.set(Fault::NONE);
             self.faulted
-                .set(self.faults.iter().any(|f| f.get().until.is_some()));
+                .set(self.channels.iter().any(|c| c.fault.get().until.is_some()));
         }
     }
 
@@ -164,7 +162,7 @@ impl WorkerLocal {
         }
         let now = Instant::now();
         let mut next: Option<Instant> = None;
-        for fault in self.faults.iter() {
+        for fault in self.channels.iter().map(|c| &c.fault) {
             let mut f = fault.get();
             match f.until {
                 Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
@@ -183,12 +181,31 @@ impl WorkerLocal {
     /// finds.
     pub(crate) fn drain(&self, shared: &Shared) {
         drop(shared.lifo[self.index].take());
-        for deque in self.deques.iter() {
-            while let Some(task) = deque.pop() {
+        for channel in self.channels.iter() {
+            while let Some(task) = channel.deque.pop() {
                 drop(task);
             }
         }
     }
+}
+
+/// A worker's own state for one channel. On cache lines of its own: the
+/// pool makes every worker's state on one thread, and an allocator that
+/// packs small blocks of one size together (mimalloc, jemalloc) put two
+/// workers' fairness counts on one line, written by both at every pop
+/// (measured with mimalloc: W3 2.3 to 4 times tokio's time, 1.3 to 1.5
+/// times with the lines to itself; BENCHMARKS.md, "Under another
+/// allocator").
+#[repr(align(128))]
+pub(crate) struct LocalChannel {
+    /// The worker's own deque (see `steal`).
+    pub(crate) deque: Worker<RunningTask>,
+    /// Pops since this worker last looked at the injector first (see
+    /// `steal`'s fairness).
+    pub(crate) pops: Cell<u32>,
+    /// When this worker looks at the channel again after its `pop`
+    /// panicked, and the back-off after the next panic.
+    fault: Cell<Fault>,
 }
 
 /// A worker's back-off from a channel whose `pop` panicked.
@@ -462,7 +479,7 @@ pub(crate) fn push_local(
         if local.lifo.is_flushing() {
             return Err(task);
         }
-        local.deques[channel].push(task);
+        local.channels[channel].deque.push(task);
         Ok(())
     })
 }

@@ -236,8 +236,8 @@ impl<B: PoolBehavior> Pool<B> {
             meters.moved_out(local.index, channel);
             self.channel_at(channel).submit(task);
         }
-        for (channel, deque) in local.deques.iter().enumerate() {
-            while let Some(task) = deque.pop() {
+        for (channel, mine) in local.channels.iter().enumerate() {
+            while let Some(task) = mine.deque.pop() {
                 meters.moved_out(local.index, channel);
                 self.channel_at(channel).submit(task);
             }
@@ -336,7 +336,11 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
                 "smartpool: a channel panicked as a guest seat was emptied: {}",
                 crate::task::panic_message(&*panic)
             );
-            while local.deques.iter().any(|d| d.pop().map(drop).is_some()) {}
+            while local
+                .channels
+                .iter()
+                .any(|c| c.deque.pop().map(drop).is_some())
+            {}
         }
         pool.shared.seats.release(local, self.retired);
     }
