@@ -8,8 +8,10 @@
 //!   pool's workers, and may reschedule through that worker (see
 //!   `task::cell`), with one thread-local load and no lock;
 //! * the worker itself, type-erased, which `core::context` (the layer that
-//!   knows what a worker is) downcasts: its local queues, its LIFO slot
-//!   state, and its pool's hooks (rescheduling, helping in a wait).
+//!   knows what a worker is) downcasts for its pool's hooks (helping in a
+//!   wait, blocking), and its address, which `core::context` reads as the
+//!   worker on every task's path (its local queues, its LIFO slot state,
+//!   its seat's counts) with no borrow and no downcast.
 //!
 //! It lives below every other module, so that the task layer can read the
 //! pool address without knowing the pool, and each layer above reads what

@@ -1,7 +1,7 @@
 //! The suite: every workload on every peer, in one process run, reported as
 //! medians and ratios to tokio, with the targets of the benchmarks issue.
 //!
-//! Throughput rows (W1–W5) keep every peer running and interleave them rep
+//! Throughput rows (W1–W5, W11) keep every peer running and interleave them rep
 //! by rep (each rep runs every peer once, in an order rotated each rep), so
 //! that a change in the machine's load lands on all peers alike. The memory
 //! row (W10) runs each peer in a fresh child process.
@@ -136,6 +136,7 @@ enum Row {
     W3,
     W4,
     W5,
+    W11,
 }
 
 impl Row {
@@ -146,11 +147,12 @@ impl Row {
             Row::W3 => "W3 yield (ns/yield)",
             Row::W4 => "W4 ping-pong (ns/round trip)",
             Row::W5 => "W5 chained spawn (ns/hop)",
+            Row::W11 => "W11 ping-pong, a pair per worker (ns/round trip)",
         }
     }
 
     fn needs_futures(self) -> bool {
-        matches!(self, Row::W3 | Row::W4)
+        matches!(self, Row::W3 | Row::W4 | Row::W11)
     }
 
     /// One run: its wall time and how many units (tasks, yields, ...).
@@ -164,6 +166,7 @@ impl Row {
             ),
             Row::W4 => (workloads::ping_pong(s, z.rounds), z.rounds),
             Row::W5 => (workloads::chain(s, z.chain), z.chain),
+            Row::W11 => (workloads::ping_pong_pairs(s, z.threads, z.rounds), z.rounds),
         }
     }
 }
@@ -195,7 +198,7 @@ fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
 
 /// The throughput rows, peers interleaved rep by rep.
 fn throughput(z: &Sizes, samples: &mut Samples) {
-    let rows: Vec<Row> = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5]
+    let rows: Vec<Row> = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5, Row::W11]
         .into_iter()
         .filter(|row| z.wants(&format!("{row:?}")))
         .collect();

@@ -1,5 +1,5 @@
 //! The workloads of the suite, each generic over a peer's [`Spawner`].
-//! Throughput rows (W1–W5) return the wall time of one run; latency rows
+//! Throughput rows (W1–W5, W11) return the wall time of one run; latency rows
 //! (W6, W7) return histograms in nanoseconds; cost rows (W8, W9) return CPU
 //! time per second of wall time.
 
@@ -58,25 +58,35 @@ pub fn yields<S: Spawner>(s: &S, tasks: usize, yields: usize) -> Duration {
 
 /// W4: two tasks exchange a message `rounds` times over channels.
 pub fn ping_pong<S: Spawner>(s: &S, rounds: usize) -> Duration {
-    let latch = Latch::new(1);
-    let (mut to_pong, mut pong_rx) = futures::channel::mpsc::channel::<usize>(1);
-    let (mut to_ping, mut ping_rx) = futures::channel::mpsc::channel::<usize>(1);
+    ping_pong_pairs(s, 1, rounds)
+}
+
+/// W11: `pairs` pairs of tasks (one per worker, in the suite), each pair
+/// exchanging a message `rounds` times over channels of its own, all at
+/// once. Where every worker runs message passing of its own: per-worker
+/// state written on every wake must not share cache lines between workers.
+pub fn ping_pong_pairs<S: Spawner>(s: &S, pairs: usize, rounds: usize) -> Duration {
+    let latch = Latch::new(pairs);
     let start = Instant::now();
-    s.spawn_future(async move {
-        while let Some(i) = pong_rx.next().await {
-            if to_ping.send(i).await.is_err() {
-                break;
+    for _ in 0..pairs {
+        let (mut to_pong, mut pong_rx) = futures::channel::mpsc::channel::<usize>(1);
+        let (mut to_ping, mut ping_rx) = futures::channel::mpsc::channel::<usize>(1);
+        s.spawn_future(async move {
+            while let Some(i) = pong_rx.next().await {
+                if to_ping.send(i).await.is_err() {
+                    break;
+                }
             }
-        }
-    });
-    let l = latch.clone();
-    s.spawn_future(async move {
-        for i in 0..rounds {
-            to_pong.send(i).await.expect("pong alive");
-            ping_rx.next().await.expect("pong replies");
-        }
-        l.done();
-    });
+        });
+        let l = latch.clone();
+        s.spawn_future(async move {
+            for i in 0..rounds {
+                to_pong.send(i).await.expect("pong alive");
+                ping_rx.next().await.expect("pong replies");
+            }
+            l.done();
+        });
+    }
     latch.wait();
     start.elapsed()
 }

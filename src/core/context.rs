@@ -8,7 +8,7 @@
 //! pool's address; everything that asks "am I a worker, of which pool"
 //! asks that thread-local: the task layer for the pool address alone (a
 //! wake on a worker of the task's pool reschedules through it), this
-//! module for the rest ([`current`], [`is_worker_of`], and the local pushes
+//! module for the rest ([`current`], [`is_own_worker_of`], and the local pushes
 //! [`offer_lifo`] and [`push_local`]).
 //!
 //! [`WorkerContext`] is the same worker as a channel's `pop` sees it, or
@@ -361,9 +361,10 @@ impl WorkerLocal {
 ///
 /// # Safety
 ///
-/// `f` must not leave or change the thread's context entry (nothing does
-/// but a worker's start and end and a guest seat's entry, all of which run
-/// tasks: `f` must run no task and no other user code).
+/// `f` must not leave or change the thread's context entry. What does: a
+/// worker's start and end, a guest seat's entry and exit, and
+/// `block_in_place` (`crate::context::leave_for_now`); all of them are on
+/// paths that run tasks or user code, so `f` must run neither.
 #[inline]
 unsafe fn with_local<R>(f: impl FnOnce(&WorkerLocal, *const ()) -> R) -> Option<R> {
     let (pool, address) = crate::context::pool_and_worker_address();

@@ -182,6 +182,12 @@ const IDLE: u32 = 0;
 /// No level: the seat is idle (see [`SeatMeters::level`]).
 const NO_LEVEL: u32 = u32::MAX;
 
+/// A value on cache lines of its own (two, against the adjacent-line
+/// prefetcher).
+#[repr(align(128))]
+#[derive(Debug)]
+pub(crate) struct Lined<T>(pub(crate) T);
+
 /// A seat's counts, on lines of its own.
 #[repr(align(128))]
 #[derive(Debug)]
@@ -190,7 +196,10 @@ pub(crate) struct SeatMeters {
     /// Per channel: the sampled queue waits of tasks this seat started.
     pub(crate) waits: Box<[Waits]>,
     /// Per level: nanoseconds spent running its tasks, up to `since`.
-    pub(crate) busy: Box<[Counter]>,
+    /// (A block of its own, made with every other seat's on the thread that
+    /// builds the pool: padded, so that an allocator packing small blocks of
+    /// one size together cannot put two seats' counts on one line.)
+    pub(crate) busy: Box<[Lined<Counter>]>,
     /// Tasks this seat stole from another worker's queue.
     pub(crate) steals: Counter,
     /// See [`IDLE`].
@@ -245,7 +254,8 @@ impl SeatMeters {
         let now = epoch.elapsed().as_nanos() as u64;
         let level = self.level.load(Ordering::Relaxed);
         if let Some(busy) = self.busy.get(level as usize) {
-            busy.add(now.saturating_sub(self.since.load(Ordering::Relaxed)));
+            busy.0
+                .add(now.saturating_sub(self.since.load(Ordering::Relaxed)));
         }
         self.since.store(now, Ordering::Relaxed);
         self.level.store(next, Ordering::Relaxed);
@@ -378,7 +388,7 @@ impl Meters {
                 .map(|_| SeatMeters {
                     channels: block(channels),
                     waits: (0..channels).map(|_| Waits::default()).collect(),
-                    busy: (0..levels).map(|_| Counter::default()).collect(),
+                    busy: (0..levels).map(|_| Lined(Counter::default())).collect(),
                     steals: Counter::default(),
                     activity: AtomicU32::new(IDLE),
                     level: AtomicU32::new(NO_LEVEL),
@@ -552,7 +562,7 @@ impl Meters {
                     }) if at == level => now.saturating_sub(since),
                     _ => 0,
                 };
-                seat.busy.get(level).map_or(0, Counter::get) + running
+                seat.busy.get(level).map_or(0, |busy| busy.0.get()) + running
             })
             .sum()
     }

@@ -40,8 +40,11 @@ const FULL: usize = 1;
 const TAKING: usize = 2;
 const GENERATION: usize = 4;
 
-/// A worker's LIFO slot, holding one `T`.
+/// A worker's LIFO slot, holding one `T`. On cache lines of its own: the
+/// pool keeps every worker's slot in one slice, and each worker writes its
+/// own at every fill and take.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct Slot<T> {
     word: AtomicUsize,
     cell: UnsafeCell<Option<T>>,
