@@ -1445,4 +1445,19 @@ where
             schedule(arc_self.clone().token(line), false);
         }
     }
+
+    /// As [`wake_by_ref`](Self::wake_by_ref), the waker consumed: a wake
+    /// that claims the task makes the waker's own reference its token, with
+    /// no count up for the token and down for the waker (two
+    /// read-modify-writes of the reference count a wake, on every waker a
+    /// channel or a timer takes and wakes). A wake that claims nothing lets
+    /// the reference go.
+    fn wake(self: Arc<Self>) {
+        if crate::context::wake_polling(header_address(&self.header)) {
+            return;
+        }
+        if let WakeOutcome::Claimed(line) = self.header.state.wake() {
+            schedule(self.token(line), false);
+        }
+    }
 }
