@@ -1110,7 +1110,8 @@ where
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
         };
         // A wake of this task on this thread during the poll is recorded in
-        // the thread's context (see `wake_by_ref`): no read-modify-write.
+        // the thread's context (see `wake_by_ref` and `wake`): no
+        // read-modify-write.
         let marker = crate::context::begin_poll(header_address(&self.header));
         // SAFETY: (the `with_stage` contract) we claimed the start and made
         // the state `RUNNING`; we give the stage up only in the

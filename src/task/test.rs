@@ -219,6 +219,23 @@ fn a_wake_after_the_pool_is_gone_cancels() {
         .is_cancelled());
 }
 
+/// The waker's reference becomes the token (`ArcWake::wake`): with the
+/// handle and the pool gone, it is the last one, and the cell is freed
+/// inside the wake, as the token is dropped for want of a pool (miri runs
+/// this test: a use of the cell after that point would show).
+#[test]
+fn the_last_waker_woken_by_value_frees_the_task() {
+    let recorder = Arc::new(Recorder::default());
+    let (f, task, join) = parked(&recorder);
+    assert!(matches!(task.run(), RunOutcome::Pending));
+    drop(join);
+    drop(recorder);
+    let waker = f.slot.lock().unwrap().take().unwrap();
+    assert_eq!(f.drops.load(Ordering::SeqCst), 0, "the waker holds it");
+    waker.wake();
+    assert_eq!(f.drops.load(Ordering::SeqCst), 1);
+}
+
 #[test]
 fn wakes_after_completion_do_nothing() {
     let recorder = Arc::new(Recorder::default());
