@@ -1110,8 +1110,7 @@ where
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
         };
         // A wake of this task on this thread during the poll is recorded in
-        // the thread's context (see `wake_by_ref` and `wake`): no
-        // read-modify-write.
+        // the thread's context (see `claim_by_wake`): no read-modify-write.
         let marker = crate::context::begin_poll(header_address(&self.header));
         // SAFETY: (the `with_stage` contract) we claimed the start and made
         // the state `RUNNING`; we give the stage up only in the
@@ -1427,22 +1426,37 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
     });
 }
 
+impl<F: Future> TaskCell<F> {
+    /// What a wake does with the task, whether or not it consumes its
+    /// waker: `Some(line)` if it claimed the task, whose responsibility it
+    /// then holds, `None` if there is nothing for it to do. A wake during
+    /// the task's own poll, on the polling thread (a yield, a future that
+    /// finds more to do), is recorded in the thread's context, for the
+    /// poll's end to re-queue the task: that thread holds the
+    /// responsibility, and the poll's end is sequenced after the wake, so
+    /// there is nothing to publish. Any other wake goes through the state
+    /// word.
+    #[inline]
+    fn claim_by_wake(&self) -> Option<Line> {
+        if crate::context::wake_polling(header_address(&self.header)) {
+            return None;
+        }
+        match self.header.state.wake() {
+            WakeOutcome::Claimed(line) => Some(line),
+            _ => None,
+        }
+    }
+}
+
 impl<F> ArcWake for TaskCell<F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// A wake during the task's own poll, on the polling thread (a
-    /// yield, a future that finds more to do), is recorded in the thread's
-    /// context, for the poll's end to re-queue the task: that thread holds
-    /// the responsibility, and the poll's end is sequenced after the wake,
-    /// so there is nothing to publish. Any other wake goes through the state
-    /// word.
+    /// A claiming wake makes a new reference the task's token (see
+    /// `claim_by_wake`).
     fn wake_by_ref(arc_self: &Arc<Self>) {
-        if crate::context::wake_polling(header_address(&arc_self.header)) {
-            return;
-        }
-        if let WakeOutcome::Claimed(line) = arc_self.header.state.wake() {
+        if let Some(line) = arc_self.claim_by_wake() {
             schedule(arc_self.clone().token(line), false);
         }
     }
@@ -1450,14 +1464,11 @@ where
     /// As [`wake_by_ref`](Self::wake_by_ref), the waker consumed: a wake
     /// that claims the task makes the waker's own reference its token, with
     /// no count up for the token and down for the waker (two
-    /// read-modify-writes of the reference count a wake, on every waker a
-    /// channel or a timer takes and wakes). A wake that claims nothing lets
-    /// the reference go.
+    /// read-modify-writes of the reference count for every wake that claims
+    /// the task, as a channel's or a timer's waker does). A wake that
+    /// claims nothing lets the reference go.
     fn wake(self: Arc<Self>) {
-        if crate::context::wake_polling(header_address(&self.header)) {
-            return;
-        }
-        if let WakeOutcome::Claimed(line) = self.header.state.wake() {
+        if let Some(line) = self.claim_by_wake() {
             schedule(self.token(line), false);
         }
     }
