@@ -26,9 +26,13 @@ fn levels_run_their_tasks_highest_first() {
         })
         .collect();
     gate.open();
-    owned.block_on(held).unwrap();
+    // Waited for with a plain executor: `owned.block_on` would run the
+    // pool's tasks on this thread too, a second runner beside the worker,
+    // whose pushes to `order` could then interleave with the worker's
+    // (each runner still takes highest first; 2 runs in 300 failed so).
+    futures::executor::block_on(held).unwrap();
     for h in handles {
-        owned.block_on(h).unwrap();
+        futures::executor::block_on(h).unwrap();
     }
     assert_eq!(*order.lock().unwrap(), [0, 0, 1, 1, 2, 2]);
     owned.close().wait();
