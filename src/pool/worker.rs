@@ -359,7 +359,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let Some(future) = take() else {
             return;
         };
-        let (task, detached) = crate::task::spawn(future, pool.scheduler.clone());
+        let (task, detached) = crate::task::spawn(future, pool.scheduler.for_task());
         drop(detached);
         if let Some(count) = count {
             count.hand_to(&task);

@@ -917,3 +917,55 @@ fn a_second_move_racing_a_moved_task_s_yield() {
         assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
     });
 }
+
+/// The scheduler link's count (`scheduler_ref`): one thread makes tasks'
+/// references from its reserve and sends them to another, which drops them
+/// into its own reserve (the W1/W2 shape: one maker, another freer), while
+/// the link itself is dropped; both reserves are then given back as their
+/// threads leave. With `BATCH` 2, the maker refills three times and ends
+/// holding one, the freer gives a batch back once and ends holding three:
+/// both final give-backs race the link's drops. Under loom every read of
+/// the target is a read of its count, and the free a write to it, so a
+/// read the free does not come after fails the model. Property: the target is freed exactly once,
+/// after the last reference (the pool's `Weak` it holds is gone at the end,
+/// and never before the last holder's reads).
+#[test]
+fn scheduler_link_reserves() {
+    loom::model(|| {
+        let recorder = Arc::new(Recorder::default());
+        let link = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
+        let sent = Arc::new(Mutex::new(Vec::<SchedulerRef>::new()));
+        let maker = {
+            let (link, sent) = (link.clone(), sent.clone());
+            loom::thread::spawn(move || {
+                let reserve = crate::context::Reserve::new();
+                for _ in 0..5 {
+                    let task = link.take_from(&reserve);
+                    lock(&sent).push(task);
+                }
+                drop(link);
+                // `reserve` is given back as it drops.
+            })
+        };
+        let freer = loom::thread::spawn(move || {
+            let reserve = crate::context::Reserve::new();
+            for _ in 0..5 {
+                let task = loop {
+                    let next = lock(&sent).pop();
+                    match next {
+                        Some(task) => break task,
+                        None => loom::thread::yield_now(),
+                    }
+                };
+                // Reads the target, as a task's wake and free do.
+                assert!(task.as_ptr().cast::<()>() == Arc::as_ptr(&recorder).cast());
+                task.give_to(&reserve);
+            }
+            recorder
+        });
+        drop(link);
+        maker.join().unwrap();
+        let recorder = freer.join().unwrap();
+        assert_eq!(Arc::weak_count(&recorder), 0, "the target is freed");
+    });
+}

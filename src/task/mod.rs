@@ -192,6 +192,7 @@
 mod cell;
 mod join;
 mod join_waker;
+mod scheduler_ref;
 mod state;
 
 pub use cell::RunningTask;
@@ -204,43 +205,7 @@ pub(crate) use cell::{
     CHANNEL_BITS, STAMP,
 };
 pub(crate) use join::panic_message;
-
-/// A task's way to its pool, one thin pointer in every task's header: the
-/// pool's `Weak`, in an allocation that the pool's channels and tasks share
-/// (a `Weak<dyn Schedule>` in each header would be a word more a task,
-/// BENCHMARKS.md, W10). It keeps the pool's allocation reserved but not the
-/// pool alive, as the task's own `Weak` did.
-#[derive(Clone)]
-pub(crate) struct SchedulerRef(std::sync::Arc<SchedulerTarget>);
-
-/// The pool's `Weak`, on a cache line of its own: the counts at the start of
-/// the allocation change with every task made and freed, the pointer never.
-#[repr(align(128))]
-struct SchedulerTarget(std::sync::Weak<dyn Schedule>);
-
-impl SchedulerRef {
-    /// The link for the pool behind `pool` (made once a pool).
-    pub(crate) fn new(pool: std::sync::Weak<dyn Schedule>) -> SchedulerRef {
-        SchedulerRef(std::sync::Arc::new(SchedulerTarget(pool)))
-    }
-
-    /// The pool's address, whether or not it is still alive.
-    #[inline]
-    pub(crate) fn as_ptr(&self) -> *const dyn Schedule {
-        self.0 .0.as_ptr()
-    }
-
-    /// The pool, if it is still alive.
-    pub(crate) fn upgrade(&self) -> Option<std::sync::Arc<dyn Schedule>> {
-        self.0 .0.upgrade()
-    }
-
-    /// Whether both lead to the same pool.
-    #[inline]
-    pub(crate) fn same_pool(&self, other: &SchedulerRef) -> bool {
-        std::sync::Weak::ptr_eq(&self.0 .0, &other.0 .0)
-    }
-}
+pub(crate) use scheduler_ref::SchedulerRef;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
 /// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of

@@ -363,3 +363,76 @@ impl futures::task::ArcWake for Flag {
         arc.0.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// The scheduler link's count (`scheduler_ref`): references made and
+/// dropped through reserves, more than two batches' worth, then the
+/// reserves and the link given back, free the target once (the pool's
+/// `Weak` it held is gone), whichever order the reserves go in.
+#[test]
+fn scheduler_link_reserves_give_everything_back() {
+    use crate::context::Reserve;
+    for reserve_first in [false, true] {
+        let recorder = Arc::new(Recorder::default());
+        let link = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
+        let (maker, freer) = (Reserve::new(), Reserve::new());
+        let refs: Vec<SchedulerRef> = (0..300).map(|_| link.take_from(&maker)).collect();
+        assert_eq!(Arc::weak_count(&recorder), 1);
+        for r in refs {
+            r.give_to(&freer);
+        }
+        // A clone and a drop outside any worker: one each way.
+        drop(link.clone());
+        assert_eq!(Arc::weak_count(&recorder), 1, "the reserves keep it");
+        if reserve_first {
+            drop((maker, freer));
+            assert_eq!(Arc::weak_count(&recorder), 1, "the link keeps it");
+            drop(link);
+        } else {
+            drop(link);
+            assert_eq!(Arc::weak_count(&recorder), 1, "the reserves keep it");
+            drop((maker, freer));
+        }
+        assert_eq!(Arc::weak_count(&recorder), 0, "the target is freed");
+    }
+}
+
+/// The same through the thread's context, as a worker uses it: a thread
+/// that is a worker of the pool makes and drops tasks' references through
+/// its reserve, which is given back as it leaves the pool, or, if it never
+/// leaves, as the thread ends. Off the pool, references are counted one by
+/// one. The target is freed once, after all of them.
+#[test]
+fn scheduler_link_reserve_of_a_worker_is_given_back() {
+    for leaves in [true, false] {
+        let recorder = Arc::new(Recorder::default());
+        let link = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
+        // A thread of its own, joined (not scoped: a scope's wait may end
+        // before the thread's locals are destroyed).
+        let (recorder2, link2) = (recorder.clone(), link.clone());
+        std::thread::spawn(move || {
+            // A stand-in worker: nothing here reads the worker itself.
+            let pool = Arc::as_ptr(&recorder2).cast::<()>();
+            let entered = crate::context::enter(pool, std::rc::Rc::new(()));
+            let refs: Vec<SchedulerRef> = (0..200).map(|_| link2.for_task()).collect();
+            drop(refs);
+            let held = crate::context::with_reserve(|_, r| r.held.get()).unwrap();
+            assert!(held > 0, "a worker keeps references in reserve");
+            if leaves {
+                drop(entered);
+                let held = crate::context::with_reserve(|_, r| r.held.get()).unwrap();
+                assert_eq!(held, 0, "leaving the pool gives them back");
+            } else {
+                // Given back by the thread's end instead.
+                std::mem::forget(entered);
+            }
+            drop(link2);
+        })
+        .join()
+        .unwrap();
+        // Off the pool: one at a time.
+        let other = link.for_task();
+        assert_eq!(crate::context::with_reserve(|_, r| r.held.get()), Some(0));
+        drop((other, link));
+        assert_eq!(Arc::weak_count(&recorder), 0, "the target is freed");
+    }
+}
