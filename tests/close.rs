@@ -532,3 +532,44 @@ fn close_timeout_within_the_deadline_abandons_nothing() {
     assert!(!report.timed_out());
     assert_eq!(report.aborted(), 0);
 }
+
+/// Handles dropped while their tasks finish, from a thread that is no
+/// worker (so the workers keep finished tasks' cells for it to free, see
+/// `core::dead` in the source): every output is dropped by the time close
+/// resolves, whichever of the worker and the handle lets go of the task
+/// last. A cell still holding its output is never kept for later. Each
+/// handle is dropped just as its task returns, to land between the poll's
+/// look at the handle and the worker's look at the cell.
+#[test]
+fn outputs_of_handles_dropped_at_completion_are_dropped_before_close_resolves() {
+    use std::sync::atomic::AtomicBool;
+    let rounds = common::scaled(5_000);
+    for coc in [true, false] {
+        let owned = OwnedPool::new(TwoLevels::lifo(2, (coc, coc))).unwrap();
+        let pool = owned.pool.clone();
+        let outputs = DropCounter::new();
+        for _ in 0..rounds {
+            let output = outputs.token();
+            let returning = Arc::new(AtomicBool::new(false));
+            let r = returning.clone();
+            let handle = pool.low.exec(run(move || {
+                r.store(true, Ordering::SeqCst);
+                output
+            }));
+            while !returning.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            drop(handle);
+        }
+        block_on(owned.close());
+        if coc {
+            assert_eq!(
+                outputs.drops(),
+                rounds,
+                "complete_on_close: every output dropped when close resolves"
+            );
+        }
+        drop(pool);
+        assert_eq!(outputs.drops(), rounds, "every output dropped once");
+    }
+}

@@ -176,6 +176,8 @@ impl<C: Channel + ?Sized> Exec for C {
                 drop(future);
                 continue;
             };
+            // As `try_exec_with`: one dead cell freed a task made.
+            shared.dead.free_one();
             let (task, handle) = task::spawn(future, link.scheduler.for_task());
             if let Some(count) = count {
                 count.hand_to(&task);
@@ -268,6 +270,10 @@ where
             reason: Reason::Closed,
         });
     };
+    // The submitter frees the cells of finished tasks the workers kept
+    // for it (see `core::dead`): the allocator's blocks go back where the
+    // next allocation takes them.
+    link.shared.dead.free_one();
     let (task, handle) = make(future, link.scheduler.for_task());
     if let Some(count) = count {
         count.hand_to(&task);

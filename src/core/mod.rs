@@ -2,8 +2,9 @@
 //! (`shared`), the close accounting (`close`), the registry of parked tasks
 //! that close sweeps (`parked`), the guest seats of threads that drive the
 //! pool without being its workers (`seats`), the link between a channel and its pool
-//! (`link`), the worker context (`context`), and which workers are
-//! blocked, for the deadlock check (`blocked`).
+//! (`link`), the worker context (`context`), which workers are
+//! blocked, for the deadlock check (`blocked`), and the finished tasks'
+//! cells that the pool's submitters free (`dead`).
 //!
 //! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
 //! `sleep`, `status`); queues, channels, the schedule, the pool and the
@@ -12,6 +13,7 @@
 pub(crate) mod blocked;
 pub(crate) mod close;
 pub(crate) mod context;
+pub(crate) mod dead;
 pub(crate) mod link;
 pub(crate) mod meters;
 mod parked;

@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
     /// What the pool did, for `Pool::metrics` (see `meters`).
     pub(crate) meters: super::meters::Meters,
+    /// Finished tasks' cells for the pool's submitters to free (see `dead`).
+    pub(crate) dead: Box<super::dead::DeadCells>,
 }
 
 /// What the pool calls with a deadlock report (see `blocked`).

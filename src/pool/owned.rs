@@ -139,6 +139,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
                     .map(|c| levels.level_of(c))
                     .collect::<Vec<_>>(),
             ),
+            dead: Box::new(crate::core::dead::DeadCells::new()),
         });
         let blocking_config = behavior.blocking();
         let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {

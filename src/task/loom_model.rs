@@ -40,6 +40,9 @@ struct Recorder {
 }
 
 impl Schedule for Recorder {
+    fn dispose(&self, cell: Arc<dyn Send + Sync>) {
+        drop(cell);
+    }
     fn schedule(&self, task: RunningTask, _woken_while_running: bool) {
         lock(&self.queued).push(task);
     }
@@ -924,11 +927,11 @@ fn a_second_move_racing_a_moved_task_s_yield() {
 /// the link itself is dropped; both reserves are then given back as their
 /// threads leave. With `BATCH` 2, the maker refills three times and ends
 /// holding one, the freer gives a batch back once and ends holding three:
-/// both final give-backs race the link's drops. Under loom every read of
-/// the target is a read of its count, and the free a write to it, so a
-/// read the free does not come after fails the model. Property: the target is freed exactly once,
-/// after the last reference (the pool's `Weak` it holds is gone at the end,
-/// and never before the last holder's reads).
+/// both final give-backs race the link's drops. Under loom the free is a
+/// write to the count, which every change of it must come before (so the
+/// model fails without the acquire fence). Property: the target is freed
+/// exactly once, after the last reference (the pool's `Weak` it holds is
+/// gone at the end).
 #[test]
 fn scheduler_link_reserves() {
     loom::model(|| {

@@ -218,6 +218,11 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// woken. (tokio's `schedule_task(task, is_yield)`, async-task's
     /// `ScheduleInfo::woken_while_running`.)
     fn schedule(&self, task: RunningTask, woken_while_running: bool);
+    /// A task finished on one of the pool's workers (the calling thread)
+    /// and left its cell with nothing in it but its memory, the worker's
+    /// reference the only one: the pool frees it, now or later (see
+    /// `core::dead`).
+    fn dispose(&self, cell: std::sync::Arc<dyn Send + Sync>);
     /// A task gives back its count towards close: it completed, was
     /// cancelled or freed, or moved to a dropping channel.
     fn release_counted(&self);

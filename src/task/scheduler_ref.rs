@@ -105,12 +105,7 @@ impl SchedulerRef {
     fn target(&self) -> &Target {
         // SAFETY: this reference is counted in `refs`, so the target is not
         // freed while it lives (see the module doc).
-        let target = unsafe { self.0.as_ref() };
-        // Under loom, every read of the target is a read of its count, so
-        // that the model checks each one happens before the free.
-        #[cfg(loom)]
-        target.refs.0.load(Ordering::Relaxed);
-        target
+        unsafe { self.0.as_ref() }
     }
 
     #[inline]
@@ -148,6 +143,7 @@ impl SchedulerRef {
     /// Takes a reference to this target out of `reserve`, which belongs to
     /// a worker of this pool (refilling it by [`BATCH`] if empty).
     pub(super) fn take_from(&self, reserve: &Reserve) -> SchedulerRef {
+        reserve.made.set(true);
         let held = if reserve.target.get() == self.address() {
             reserve.held.get()
         } else {
@@ -220,8 +216,10 @@ unsafe fn release_raw(address: *const (), n: usize) {
     // doc); the target came from `Box::leak` in `new`.
     #[allow(unused_mut)]
     let mut target = unsafe { Box::from_raw(target.cast_mut()) };
-    // Under loom, the free is a write that every earlier access to the
-    // count (and so, above, to the target) must happen before.
+    // Under loom, the free is a write that every earlier change of the
+    // count must happen before. (Reads of the target are not checked: the
+    // task models' cells, which carry references between threads, are std
+    // `Arc`s, whose ordering loom does not see.)
     #[cfg(loom)]
     target.refs.0.with_mut(|_| ());
     drop(target);

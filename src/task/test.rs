@@ -21,6 +21,9 @@ struct Recorder {
 }
 
 impl Schedule for Recorder {
+    fn dispose(&self, cell: Arc<dyn Send + Sync>) {
+        drop(cell);
+    }
     fn schedule(&self, task: RunningTask, woken_while_running: bool) {
         if woken_while_running {
             self.yields.fetch_add(1, Ordering::SeqCst);

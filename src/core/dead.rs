@@ -1,0 +1,264 @@
+//! Finished tasks' cells, freed by the threads that submit.
+//!
+//! A task's cell is allocated by the thread that submits it and, when a
+//! worker runs the task to its end, freed by that worker. With glibc's
+//! allocator the freed block goes to a list shared with the submitter's
+//! next allocations, which then take the workers' blocks back one by one,
+//! each a miss between cores on a pointer the worker wrote (BENCHMARKS.md,
+//! "Finished cells freed by the submitters"). So a worker that runs tasks
+//! without making any keeps the cells it would free and hands them to the
+//! pool, and the threads that submit free them, one a submission: the
+//! allocator hands that block straight back to the submission's own task.
+//!
+//! # Protocol
+//!
+//! * A *dead* cell is a finished task's small cell (at most 1 KiB) that
+//!   holds nothing but its memory: the worker's reference the only one
+//!   (`Arc::get_mut`: no other `Arc`, no `Weak`, every other holder's last
+//!   access acquired), nobody joins it, its stage empty (the output was
+//!   dropped on the worker), no count towards close, not registered as
+//!   parked. A waker that a dropped handle left in the joiner's slot is
+//!   dropped there and then, on the worker, so that nothing it keeps alive
+//!   (another task, close's wait for it) waits for the cell's free.
+//!   Freeing a dead cell later runs no code of the task's.
+//! * A worker that finishes such a task gives the cell to its pool
+//!   (`core::context::dispose`), unless it made a task of that pool since
+//!   it last finished one: a worker that submits frees its own cells,
+//!   which its next allocation takes back at once. It keeps cells in a
+//!   batch of its own and, at [`BATCH`], hands the batch to the pool's
+//!   [`DeadCells`]; if the pool already holds [`MAX_BATCHES`], it frees
+//!   the batch itself.
+//! * Every submission through a channel of the pool
+//!   ([`DeadCells::free_one`], in `exec`) first frees one cell: from the
+//!   cells its thread took earlier (kept in the thread's context), or, with
+//!   none left there, it takes every batch the pool holds (one load when
+//!   there is none), sorts the cells by address and frees the lowest. By
+//!   address: the next tasks' cells then lie in the order they are made,
+//!   as fresh memory does, so that two cells on one cache line tend to be
+//!   run by one worker (taken in the order of their taking, W3's yields
+//!   read 3 to 7 ns slower: neighbours on two workers write one line).
+//! * A worker frees its own batch as it leaves its pool (its thread's end,
+//!   a guest's departure); the pool frees the batches left when its shared
+//!   state is dropped; a thread frees the cells it took as it ends.
+//!
+//! Invariant: a dead cell is held by exactly one of a worker's batch, the
+//! pool's list or a submitting thread's context, until that holder frees
+//! it: each is freed once. A pool holds at most `MAX_BATCHES × BATCH`
+//! cells, a worker one batch, and a thread that submits at most what a
+//! pool held when it last took, until its next submission or its end (so
+//! at most 2,048 cells of at most 1 KiB each: about 170 KB for the
+//! 80-byte cells of small closures); cells that outlive their pool there
+//! keep only the memory of the pool's control block (its `Weak`). No lock
+//! and no borrow is held while a cell is freed.
+//!
+//! No loom model of its own: ownership moves under a lock (`batches`) or
+//! within one thread, and the length is a hint written under that lock,
+//! whose staleness only delays a free or costs a look under the lock.
+//! Whether a cell is dead is decided with `Arc::get_mut`, std's uniqueness
+//! check, which loom does not see (the task models' cells are std `Arc`s);
+//! `tests/close.rs` races handles' drops with their tasks' ends and checks
+//! that every output is dropped before close resolves (it fails if the
+//! stage is not checked), and `tests/finished_cells.rs` that the memory
+//! stays bounded and is given back.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+pub(crate) use crate::context::DeadCell;
+
+/// How many dead cells a worker gathers before it hands them to the pool.
+pub(crate) const BATCH: usize = 32;
+
+/// How many batches a pool holds for its submitters, at most.
+const MAX_BATCHES: usize = 64;
+
+/// A pool's batches of dead cells, waiting for a submitter to free them.
+/// On lines of its own: workers write it every [`BATCH`] tasks, every
+/// submission reads it.
+#[repr(align(128))]
+pub(crate) struct DeadCells {
+    /// Oldest first.
+    batches: Mutex<std::collections::VecDeque<Vec<DeadCell>>>,
+    /// How many batches `batches` holds, written under its lock.
+    len: AtomicUsize,
+}
+
+impl DeadCells {
+    pub(crate) fn new() -> DeadCells {
+        DeadCells {
+            batches: Mutex::new(std::collections::VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Vec<DeadCell>>> {
+        // Nothing panics under the lock but an allocation failure, which
+        // leaves the list as it was: a poisoned lock breaks nothing.
+        self.batches.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `batch` for a submitter to free, or gives it back if the pool
+    /// holds [`MAX_BATCHES`] already.
+    pub(crate) fn give(&self, batch: Vec<DeadCell>) -> Result<(), Vec<DeadCell>> {
+        let mut batches = self.lock();
+        if batches.len() >= MAX_BATCHES {
+            return Err(batch);
+        }
+        batches.push_back(batch);
+        self.len.store(batches.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A submitter's share (see the module doc): frees one dead cell, the
+    /// lowest in address of those the calling thread took earlier, or, with
+    /// none left, of every batch this pool holds, which the thread takes
+    /// (one load when there is none).
+    #[inline]
+    pub(crate) fn free_one(&self) {
+        let cell = crate::context::with_freeing(|freeing| {
+            let mut freeing = freeing.borrow_mut();
+            if freeing.is_empty() && self.len.load(Ordering::Relaxed) != 0 {
+                if let Some(mut cells) = self.take() {
+                    // Highest address first, lowest last, where `pop`
+                    // takes from.
+                    cells.sort_unstable_by_key(|cell| {
+                        std::cmp::Reverse(std::sync::Arc::as_ptr(cell).cast::<()>() as usize)
+                    });
+                    *freeing = cells;
+                }
+            }
+            freeing.pop()
+        });
+        if let Some(cell) = cell.flatten() {
+            free_cell(cell);
+        }
+    }
+
+    /// Takes every batch, as one.
+    #[cold]
+    #[inline(never)]
+    fn take(&self) -> Option<Vec<DeadCell>> {
+        let batches = {
+            let mut batches = self.lock();
+            self.len.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *batches)
+        };
+        let mut batches = batches.into_iter();
+        let mut cells = batches.next()?;
+        for batch in batches {
+            cells.extend(batch);
+        }
+        Some(cells)
+    }
+}
+
+impl Drop for DeadCells {
+    fn drop(&mut self) {
+        let batches = std::mem::take(self.batches.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for batch in batches {
+            free(batch);
+        }
+    }
+}
+
+/// Frees `cells`, one by one (see [`free_cell`]).
+pub(crate) fn free(cells: Vec<DeadCell>) {
+    for cell in cells {
+        free_cell(cell);
+    }
+}
+
+/// Frees `cell`, catching and logging a panic (a dropped handle's waker is
+/// the only code a dead cell can run).
+#[inline]
+pub(crate) fn free_cell(cell: DeadCell) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(cell))) {
+        log::error!(
+            "smartpool: freeing a finished task panicked: {}",
+            crate::task::panic_message(&*panic)
+        );
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod test {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    /// A stand-in cell that counts its frees.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn batch(freed: &Arc<AtomicUsize>) -> Vec<DeadCell> {
+        (0..BATCH)
+            .map(|_| Arc::new(Counted(freed.clone())) as DeadCell)
+            .collect()
+    }
+
+    /// Each submission frees one cell, lowest address first, taking every
+    /// batch the pool holds when its own run out; a pool holding
+    /// `MAX_BATCHES` gives the next batch back; what is left is freed when
+    /// the pool and the thread are done with it.
+    #[test]
+    fn submitters_free_one_cell_each_and_nothing_is_left() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let dead = DeadCells::new();
+        let mut addresses = Vec::new();
+        for _ in 0..MAX_BATCHES {
+            let cells = batch(&freed);
+            addresses.extend(cells.iter().map(|c| Arc::as_ptr(c).cast::<()>() as usize));
+            assert!(dead.give(cells).is_ok());
+        }
+        let refused = dead.give(batch(&freed)).expect_err("the pool is full");
+        assert_eq!(refused.len(), BATCH);
+        drop(refused);
+        assert_eq!(freed.load(Ordering::SeqCst), BATCH);
+        addresses.sort_unstable();
+        // The freeing order, read off the thread's batch before each free.
+        for (k, lowest) in addresses.iter().take(3 * BATCH).enumerate() {
+            if k > 0 {
+                let next = crate::context::with_freeing(|f| {
+                    f.borrow()
+                        .last()
+                        .map(|c| Arc::as_ptr(c).cast::<()>() as usize)
+                });
+                assert_eq!(next.flatten(), Some(*lowest), "lowest address first");
+            }
+            dead.free_one();
+            assert_eq!(
+                freed.load(Ordering::SeqCst),
+                BATCH + k + 1,
+                "one a submission"
+            );
+        }
+        // The rest went to this thread at the first submission.
+        assert_eq!(dead.len.load(Ordering::SeqCst), 0);
+        assert!(dead.give(batch(&freed)).is_ok());
+        drop(dead);
+        assert_eq!(freed.load(Ordering::SeqCst), BATCH + 3 * BATCH + BATCH);
+        // This thread's batch is freed as it ends.
+        let left = MAX_BATCHES * BATCH - 3 * BATCH;
+        std::thread::spawn({
+            let freed = freed.clone();
+            move || {
+                let dead = DeadCells::new();
+                assert!(dead.give(batch(&freed)).is_ok());
+                dead.free_one();
+                assert_eq!(freed.load(Ordering::SeqCst), 5 * BATCH + 1);
+            }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(freed.load(Ordering::SeqCst), 6 * BATCH);
+        // And this one's: still held here.
+        let held = crate::context::with_freeing(|f| f.borrow().len()).unwrap();
+        assert_eq!(held, left);
+    }
+}
