@@ -29,14 +29,17 @@
 //!   [`DeadCells`]; if the pool already holds [`MAX_BATCHES`], it frees
 //!   the batch itself.
 //! * Every submission through a channel of the pool
-//!   ([`DeadCells::free_one`], in `exec`) first frees one cell: from the
-//!   cells its thread took earlier (kept in the thread's context), or, with
-//!   none left there, it takes every batch the pool holds (one load when
-//!   there is none), sorts the cells by address and frees the lowest. By
-//!   address: the next tasks' cells then lie in the order they are made,
-//!   as fresh memory does, so that two cells on one cache line tend to be
-//!   run by one worker (taken in the order of their taking, W3's yields
-//!   read 3 to 7 ns slower: neighbours on two workers write one line).
+//!   ([`DeadCells::free_one`], in `exec`) first frees one cell, the lowest
+//!   in address of those its thread took earlier (kept in the thread's
+//!   context); with none left there, it takes the pool's newest batches,
+//!   up to [`TAKE_BATCHES`], and sorts them (one load when the pool holds
+//!   none). By address: the next tasks' cells then lie in the order they
+//!   are made, as fresh memory does, so that two cells on one cache line
+//!   tend to be run by one worker (in the order the workers finished them,
+//!   W3's yields read 3 to 7 ns slower: neighbours on two workers write
+//!   one line). At most `TAKE_BATCHES`: the sort is a submission's cost
+//!   (sorting all a pool may hold, 2,048 cells, put W7's urgent p99 at 42
+//!   µs in a full run).
 //! * A worker frees its own batch as it leaves its pool (its thread's end,
 //!   a guest's departure); the pool frees the batches left when its shared
 //!   state is dropped; a thread frees the cells it took as it ends.
@@ -44,12 +47,12 @@
 //! Invariant: a dead cell is held by exactly one of a worker's batch, the
 //! pool's list or a submitting thread's context, until that holder frees
 //! it: each is freed once. A pool holds at most `MAX_BATCHES × BATCH`
-//! cells, a worker one batch, and a thread that submits at most what a
-//! pool held when it last took, until its next submission or its end (so
-//! at most 2,048 cells of at most 1 KiB each: about 170 KB for the
-//! 80-byte cells of small closures); cells that outlive their pool there
-//! keep only the memory of the pool's control block (its `Weak`). No lock
-//! and no borrow is held while a cell is freed.
+//! cells (2,048 of at most 1 KiB each: about 170 KB for the 80-byte cells
+//! of small closures), a worker one batch, and a thread that submits what
+//! it took (512 cells at most), until its next submissions or its end;
+//! cells that outlive their pool there keep only the memory of the pool's
+//! control block (its `Weak`). No lock and no borrow is held while a cell
+//! is freed.
 //!
 //! No loom model of its own: ownership moves under a lock (`batches`) or
 //! within one thread, and the length is a hint written under that lock,
@@ -73,13 +76,16 @@ pub(crate) const BATCH: usize = 32;
 /// How many batches a pool holds for its submitters, at most.
 const MAX_BATCHES: usize = 64;
 
+/// How many batches a submitter takes at once, at most: it sorts them, so
+/// this bounds what one submission may spend (about 5 µs for 512 cells).
+const TAKE_BATCHES: usize = 16;
+
 /// A pool's batches of dead cells, waiting for a submitter to free them.
 /// On lines of its own: workers write it every [`BATCH`] tasks, every
 /// submission reads it.
 #[repr(align(128))]
 pub(crate) struct DeadCells {
-    /// Oldest first.
-    batches: Mutex<std::collections::VecDeque<Vec<DeadCell>>>,
+    batches: Mutex<Vec<Vec<DeadCell>>>,
     /// How many batches `batches` holds, written under its lock.
     len: AtomicUsize,
 }
@@ -87,12 +93,12 @@ pub(crate) struct DeadCells {
 impl DeadCells {
     pub(crate) fn new() -> DeadCells {
         DeadCells {
-            batches: Mutex::new(std::collections::VecDeque::new()),
+            batches: Mutex::new(Vec::new()),
             len: AtomicUsize::new(0),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Vec<DeadCell>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<DeadCell>>> {
         // Nothing panics under the lock but an allocation failure, which
         // leaves the list as it was: a poisoned lock breaks nothing.
         self.batches.lock().unwrap_or_else(|p| p.into_inner())
@@ -105,27 +111,22 @@ impl DeadCells {
         if batches.len() >= MAX_BATCHES {
             return Err(batch);
         }
-        batches.push_back(batch);
+        batches.push(batch);
         self.len.store(batches.len(), Ordering::Relaxed);
         Ok(())
     }
 
     /// A submitter's share (see the module doc): frees one dead cell, the
     /// lowest in address of those the calling thread took earlier, or, with
-    /// none left, of every batch this pool holds, which the thread takes
-    /// (one load when there is none).
+    /// none left, of the pool's newest batches, which the thread takes (one
+    /// load when the pool holds none).
     #[inline]
     pub(crate) fn free_one(&self) {
         let cell = crate::context::with_freeing(|freeing| {
             let mut freeing = freeing.borrow_mut();
             if freeing.is_empty() && self.len.load(Ordering::Relaxed) != 0 {
-                if let Some(mut cells) = self.take() {
-                    // Highest address first, lowest last, where `pop`
-                    // takes from.
-                    cells.sort_unstable_by_key(|cell| {
-                        std::cmp::Reverse(std::sync::Arc::as_ptr(cell).cast::<()>() as usize)
-                    });
-                    *freeing = cells;
+                if let Some(batch) = self.take() {
+                    *freeing = batch;
                 }
             }
             freeing.pop()
@@ -135,22 +136,37 @@ impl DeadCells {
         }
     }
 
-    /// Takes every batch, as one.
+    /// Takes up to [`TAKE_BATCHES`] batches, newest first, as one, sorted
+    /// by address, lowest last.
     #[cold]
     #[inline(never)]
     fn take(&self) -> Option<Vec<DeadCell>> {
-        let batches = {
+        let taken = {
             let mut batches = self.lock();
-            self.len.store(0, Ordering::Relaxed);
-            std::mem::take(&mut *batches)
+            let keep = batches.len().saturating_sub(TAKE_BATCHES);
+            let taken = batches.split_off(keep);
+            self.len.store(batches.len(), Ordering::Relaxed);
+            taken
         };
-        let mut batches = batches.into_iter();
-        let mut cells = batches.next()?;
-        for batch in batches {
+        let mut taken = taken.into_iter();
+        let mut cells = taken.next()?;
+        for batch in taken {
             cells.extend(batch);
         }
+        sort_batch(&mut cells);
         Some(cells)
     }
+}
+
+/// Orders cells for a submitter: highest address first, so that `pop` frees
+/// the lowest first (see the module doc).
+pub(crate) fn sort_batch(batch: &mut [DeadCell]) {
+    batch.sort_unstable_by_key(|cell| std::cmp::Reverse(address(cell)));
+}
+
+/// Where `cell` is.
+fn address(cell: &DeadCell) -> usize {
+    std::sync::Arc::as_ptr(cell).cast::<()>() as usize
 }
 
 impl Drop for DeadCells {
@@ -202,34 +218,36 @@ mod test {
             .collect()
     }
 
-    /// Each submission frees one cell, lowest address first, taking every
-    /// batch the pool holds when its own run out; a pool holding
-    /// `MAX_BATCHES` gives the next batch back; what is left is freed when
-    /// the pool and the thread are done with it.
+    /// Each submission frees one cell, lowest address first of what its
+    /// thread took (the newest `TAKE_BATCHES` batches, sorted together)
+    /// when its own ran out; a pool holding `MAX_BATCHES` gives the next
+    /// batch back; what is left is freed when the pool and the thread are
+    /// done with it.
     #[test]
     fn submitters_free_one_cell_each_and_nothing_is_left() {
         let freed = Arc::new(AtomicUsize::new(0));
         let dead = DeadCells::new();
-        let mut addresses = Vec::new();
+        let mut runs = Vec::new();
         for _ in 0..MAX_BATCHES {
             let cells = batch(&freed);
-            addresses.extend(cells.iter().map(|c| Arc::as_ptr(c).cast::<()>() as usize));
+            runs.push(cells.iter().map(address).collect::<Vec<usize>>());
             assert!(dead.give(cells).is_ok());
         }
+        let mut order: Vec<usize> = runs[MAX_BATCHES - TAKE_BATCHES..].concat();
+        order.sort_unstable();
         let refused = dead.give(batch(&freed)).expect_err("the pool is full");
         assert_eq!(refused.len(), BATCH);
         drop(refused);
         assert_eq!(freed.load(Ordering::SeqCst), BATCH);
-        addresses.sort_unstable();
         // The freeing order, read off the thread's batch before each free.
-        for (k, lowest) in addresses.iter().take(3 * BATCH).enumerate() {
+        for (k, next) in order.iter().take(3 * BATCH).enumerate() {
             if k > 0 {
-                let next = crate::context::with_freeing(|f| {
+                let seen = crate::context::with_freeing(|f| {
                     f.borrow()
                         .last()
                         .map(|c| Arc::as_ptr(c).cast::<()>() as usize)
                 });
-                assert_eq!(next.flatten(), Some(*lowest), "lowest address first");
+                assert_eq!(seen.flatten(), Some(*next), "lowest first");
             }
             dead.free_one();
             assert_eq!(
@@ -238,27 +256,35 @@ mod test {
                 "one a submission"
             );
         }
-        // The rest went to this thread at the first submission.
-        assert_eq!(dead.len.load(Ordering::SeqCst), 0);
-        assert!(dead.give(batch(&freed)).is_ok());
+        assert_eq!(dead.len.load(Ordering::SeqCst), MAX_BATCHES - TAKE_BATCHES);
         drop(dead);
-        assert_eq!(freed.load(Ordering::SeqCst), BATCH + 3 * BATCH + BATCH);
-        // This thread's batch is freed as it ends.
-        let left = MAX_BATCHES * BATCH - 3 * BATCH;
+        // The pool's are freed with it; this thread keeps the rest it took.
+        let kept = TAKE_BATCHES * BATCH - 3 * BATCH;
+        assert_eq!(
+            freed.load(Ordering::SeqCst),
+            (MAX_BATCHES + 1) * BATCH - kept
+        );
+        let held = crate::context::with_freeing(|f| f.borrow().len()).unwrap();
+        assert_eq!(held, kept);
+        // Freed at its next submission to any pool, one at a time.
+        DeadCells::new().free_one();
+        assert_eq!(
+            freed.load(Ordering::SeqCst),
+            (MAX_BATCHES + 1) * BATCH - kept + 1
+        );
+        // A thread's batch is freed as it ends.
+        let base = freed.load(Ordering::SeqCst);
         std::thread::spawn({
             let freed = freed.clone();
             move || {
                 let dead = DeadCells::new();
                 assert!(dead.give(batch(&freed)).is_ok());
                 dead.free_one();
-                assert_eq!(freed.load(Ordering::SeqCst), 5 * BATCH + 1);
+                assert_eq!(freed.load(Ordering::SeqCst), base + 1);
             }
         })
         .join()
         .unwrap();
-        assert_eq!(freed.load(Ordering::SeqCst), 6 * BATCH);
-        // And this one's: still held here.
-        let held = crate::context::with_freeing(|f| f.borrow().len()).unwrap();
-        assert_eq!(held, left);
+        assert_eq!(freed.load(Ordering::SeqCst), base + BATCH);
     }
 }
