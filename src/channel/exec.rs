@@ -270,16 +270,17 @@ where
             reason: Reason::Closed,
         });
     };
-    // The submitter frees the cells of finished tasks the workers kept
-    // for it (see `core::dead`): the allocator's blocks go back where the
-    // next allocation takes them.
-    link.shared.dead.free_one();
     let (task, handle) = make(future, link.scheduler.for_task());
     if let Some(count) = count {
         count.hand_to(&task);
     }
     // Made with this link's scheduler: it belongs to this pool.
     enqueue(channel, link, task, lifo, true, push);
+    // The submitter frees a cell of a finished task the workers kept for
+    // it (see `core::dead`), where its next submission's allocation takes
+    // the block back; after the task is queued, so that it never waits
+    // for the free (W7's urgent p50 +1 µs, p99 +2-3 µs with it before).
+    link.shared.dead.free_one();
     Ok(handle)
 }
 

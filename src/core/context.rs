@@ -494,8 +494,14 @@ pub(crate) fn push_local(
 
 /// A task of `shared`'s pool finished on this thread, a worker of that
 /// pool that made no task since it last finished one, and left `cell` dead
-/// (see `core::dead`): the worker keeps it for the pool's submitters.
+/// (see `core::dead`): the worker keeps it for the pool's submitters, or
+/// frees it if the pool holds all it may.
 pub(crate) fn dispose(shared: &Shared, cell: DeadCell) {
+    if shared.dead.is_full() {
+        // Nobody takes them: freed as the task ends (see `core::dead`).
+        super::dead::free_cell(cell);
+        return;
+    }
     let mut cell = Some(cell);
     let mut full = None;
     // SAFETY: moves the cell into the worker's batch, and a full batch into
