@@ -63,3 +63,81 @@ impl<T> UnsafeCell<T> {
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
+
+/// Asymmetric barriers: a pair of fences of which one side is cheap.
+///
+/// Some of our Dekker-style handshakes (store, fence, load on each side)
+/// have a hot side, run on every task (a LIFO slot's fill and its owner's
+/// take), and a rare side (a worker about to sleep, a thief). On Linux the
+/// rare side calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which
+/// runs a full memory barrier on every CPU that runs one of the process's
+/// threads before it returns; the hot side then needs only to keep the
+/// compiler from reordering its store and its load. Either every CPU ran the
+/// barrier after the hot side's store (the rare side's load sees it), or
+/// before its load (which then sees the rare side's store, made before the
+/// call): the guarantee of a pair of `fence(SeqCst)`, which is what loom
+/// models them as, and what they are where `membarrier` is missing or the
+/// process could not register for it (then [`barrier::light`] is a real
+/// fence too).
+///
+/// [`barrier::init`] decides once per process, before the first pool's
+/// threads start; every thread that uses a pool's protocols reaches it
+/// through that pool, so it reads the decision made before the pool was
+/// built, and both sides of every pair read the same one.
+pub(crate) mod barrier {
+    #[cfg(all(not(loom), target_os = "linux"))]
+    static MEMBARRIER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+    /// `membarrier`'s commands (`linux/membarrier.h`, Linux 4.14).
+    #[cfg(all(not(loom), target_os = "linux"))]
+    const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    #[cfg(all(not(loom), target_os = "linux"))]
+    const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+    /// Registers the process for `membarrier`'s expedited barrier, once.
+    pub(crate) fn init() {
+        #[cfg(all(not(loom), target_os = "linux"))]
+        MEMBARRIER.get_or_init(|| {
+            // SAFETY: `membarrier` takes two integers and touches no memory
+            // of ours; a kernel without it returns an error, which we read
+            // as "not available".
+            unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 }
+        });
+    }
+
+    #[cfg(all(not(loom), target_os = "linux"))]
+    #[inline]
+    fn expedited() -> bool {
+        MEMBARRIER.get().copied().unwrap_or(false)
+    }
+
+    /// The cheap side of an asymmetric pair (see the module doc).
+    #[inline]
+    pub(crate) fn light() {
+        #[cfg(all(not(loom), target_os = "linux"))]
+        if expedited() {
+            std::sync::atomic::compiler_fence(super::Ordering::SeqCst);
+            return;
+        }
+        super::fence(super::Ordering::SeqCst);
+    }
+
+    /// The costly side of an asymmetric pair (see the module doc): a system
+    /// call that interrupts every CPU running one of our threads.
+    pub(crate) fn heavy() {
+        #[cfg(all(not(loom), target_os = "linux"))]
+        if expedited() {
+            std::sync::atomic::compiler_fence(super::Ordering::SeqCst);
+            // Registered, the command fails only when the kernel is out of
+            // memory for its CPU mask: a fence would not pair with the
+            // light sides, so try again until it goes through.
+            // SAFETY: as in `init`.
+            while unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0, 0) } != 0 {
+                std::thread::yield_now();
+            }
+            std::sync::atomic::compiler_fence(super::Ordering::SeqCst);
+            return;
+        }
+        super::fence(super::Ordering::SeqCst);
+    }
+}

@@ -70,25 +70,32 @@
 //! watches one, and the counters below are the common domain's; see
 //! `sleep`'s "Domains"):
 //!
-//! * The filler stores the task, runs a SeqCst fence (the *fill fence*),
-//!   then reads the sleep counters. If no worker but itself was awake and
-//!   idle, it wakes a sleeper, which searches and sees the slot. (If that
-//!   sleeper turned watcher meanwhile, the wake finds nobody asleep; the
-//!   watcher counts as awake and idle, and the next point covers it.)
+//! * The filler stores the task, runs the light side of the fill barrier
+//!   (see `sleep`: a pair of asymmetric barriers, ordering as two SeqCst
+//!   fences would), then reads the sleep counters. If no worker but itself
+//!   was awake and idle, it wakes a sleeper, which searches and sees the
+//!   slot. (If that sleeper turned watcher meanwhile, the wake finds nobody
+//!   asleep; the watcher counts as awake and idle, and the next point
+//!   covers it.)
 //! * If some other worker W was awake and idle in the value the filler
 //!   read, W's later changes of the counters come later in their
 //!   modification order. W cannot sleep untimed without first counting
-//!   itself asleep (such a change) and then running the sleep fence, nor
-//!   leave idle as the last awake idle worker with sleepers left without
-//!   counting itself active (such a change) and then running the hand-off
-//!   fence of `Sleep::work_found`. By the fence rules, the fill fence
-//!   precedes that fence, so the look after it sees the task (or a later
-//!   state of the slot: its worker took it, or a thief did). In its final
-//!   check W then does not sleep; leaving idle, W wakes a sleeper, as it
-//!   does for queued jobs; if other workers are still awake and idle, the
-//!   same argument applies to the last of them.
+//!   itself asleep (such a change) and then running the heavy side of the
+//!   barrier before its last look, nor leave idle as the last awake idle
+//!   worker with sleepers left without counting itself active (such a
+//!   change) and then, before it concludes that nothing is left to hand
+//!   on, running the heavy side too (`Sleep::work_found`). The barrier pair
+//!   orders the fill before that look, so the look sees the task (or a
+//!   later state of the slot: its worker took it, or a thief did). In its
+//!   final check W then does not sleep; leaving idle, W wakes a sleeper, as
+//!   it does for queued jobs; if other workers are still awake and idle,
+//!   the same argument applies to the last of them. (W's first sleep after
+//!   a wake-up is timed and runs no heavy barrier, so it may miss the task:
+//!   it ends by itself within `sleep`'s `UNCHECKED_SLEEP`, and W searches
+//!   again, then checks as above before it sleeps untimed.)
 //! * A watcher counts as awake and idle. Every watch ends with another
-//!   final check (counted asleep, fence, look), so a watcher sees the task
+//!   final check (counted asleep, fence, look; before an untimed sleep,
+//!   the heavy barrier and a second look), so a watcher sees the task
 //!   too, one watch period (plus the OS timer's slack) later at the latest.
 //! * Seeing the task, a worker searches again or watches, but never sleeps
 //!   untimed; it steals the task once it has seen it in the same slot (same
@@ -109,9 +116,10 @@
 //! A slot task that its worker does not come back for waits up to the
 //! steal delay (up to about 120 µs, if the idle workers were watching: the
 //! delay, a watch period and the OS timer's slack) before an idle worker
-//! starts it;
-//! while every other worker is busy, it waits for one to go idle. A task that must start at once on any
-//! free worker belongs on a channel without the slot
+//! starts it, or up to 5 ms if it was filled just as the last idle worker
+//! fell asleep (the timed first sleep above); while every other worker is
+//! busy, it waits for one to go idle. A task that must start at once on
+//! any free worker belongs on a channel without the slot
 //! ([`VecDequeChannel::without_lifo_slot`](crate::VecDequeChannel::without_lifo_slot)).
 
 pub(crate) mod slot;

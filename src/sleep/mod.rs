@@ -45,16 +45,31 @@
 //!    again. Another worker's slot busy with tasks its worker comes back
 //!    for? Then it takes itself off the sleeping count and watches.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
-//!    the mark (the waker also decrements the sleeping count).
+//!    the mark (the waker also decrements the sleeping count). The first
+//!    sleep since the worker was last woken is timed (`UNCHECKED_SLEEP`):
+//!    if nobody wakes it, it clears its own mark and takes itself off the
+//!    sleeping count, under the same lock, and searches again from step 1.
+//!    The next time step 4 finds nothing, it runs the heavy side of the
+//!    fill barrier (see below), checks once more with the same outcomes,
+//!    and only then sleeps untimed. A timed sleeper counts and is woken as
+//!    a sleeper: the argument below holds for it unchanged.
 //!
 //! # Filling a LIFO slot (`Sleep::slot_filled`)
 //!
-//! The worker stores the task in its slot, runs a SeqCst fence (the *fill
-//! fence*), and reads the counters: if no worker but itself is awake and
-//! idle, it wakes one sleeper. (It discounts itself if it is idle: a worker
-//! helping inside a wait from its idle search may block on the very task.) `lifo` has the argument that the task is never
-//! stranded; it rests on the sleep fence of step 3 and the hand-off fence
-//! of `work_found`, and on step 4 never sleeping while a slot is full.
+//! The worker stores the task in its slot, runs the light side of an
+//! asymmetric barrier (`sync::barrier`: the *fill barrier*), and reads the
+//! counters: if no worker but itself is awake and idle, it wakes one
+//! sleeper. (It discounts itself if it is idle: a worker helping inside a
+//! wait from its idle search may block on the very task.) The heavy side
+//! runs where a worker would otherwise miss the task: before an untimed
+//! sleep (step 5) and in `work_found`, when the hand-off's look finds
+//! nothing left, where it runs the heavy barrier and looks again before it
+//! hands nothing on. Both sides are paid where they are rare: fills come
+//! with every message a task passes, untimed sleeps (one per idle spell)
+//! and empty hand-offs with a worker running dry. A timed sleep needs no
+//! heavy barrier: a fill its check missed waits for its end at most. `lifo` has the argument that the
+//! task is never stranded; it rests on these two heavy barriers and on
+//! step 4 never sleeping while a slot is full.
 //!
 //! # Why no wake-up is lost
 //!
@@ -131,7 +146,9 @@ mod counters;
 pub(crate) use counters::MAX_WORKERS;
 use counters::{AtomicCounters, JobsEvent};
 
-use crate::sync::{fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    barrier, fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
+};
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
 /// then sleep). Each round yields the processor once. Measured with the
@@ -144,6 +161,14 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 /// without changing the protocol.
 #[cfg(loom)]
 const ROUNDS_UNTIL_SLEEPY: u32 = 1;
+
+/// How long a worker sleeps before it has run the heavy side of the fill
+/// barrier (see "Filling a LIFO slot"): a sleep that nobody ends in this
+/// time ends itself, and the next is checked and untimed. Longer than the
+/// gaps of a sparse load (W9: a task a millisecond), which a wake-up ends
+/// first; a fill its final check missed waits this long at most.
+#[cfg(not(loom))]
+const UNCHECKED_SLEEP: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What the sleep's final check found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -246,6 +271,10 @@ pub(crate) struct IdleState<'a> {
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
+    /// Whether this worker slept timed since it last searched from a
+    /// wake-up: its next sleep runs the heavy barrier and is untimed (see
+    /// "Filling a LIFO slot").
+    slept_timed: bool,
 }
 
 impl IdleState<'_> {
@@ -298,6 +327,7 @@ impl Sleep {
             worker,
             rounds: 0,
             sleepy: None,
+            slept_timed: false,
         }
     }
 
@@ -342,7 +372,15 @@ impl Sleep {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if !more_work() {
-                return;
+                if !hand_off {
+                    return;
+                }
+                // Before concluding that nothing needs handing on, the
+                // heavy side of the fill barrier (see the module doc).
+                barrier::heavy();
+                if !more_work() {
+                    return;
+                }
             }
             let d = self.domain_of[worker];
             // The sleeper we would wake may have turned watcher since we
@@ -389,7 +427,15 @@ impl Sleep {
         // poster that set a bit runs before `new_jobs_at` reads the counters.
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
-        match final_check() {
+        let mut check = final_check();
+        let untimed = check == Check::Sleep && idle.slept_timed;
+        if untimed {
+            // Before an untimed sleep, the heavy side of the fill barrier:
+            // a slot filled before it is seen now (see the module doc).
+            barrier::heavy();
+            check = final_check();
+        }
+        match check {
             Check::Sleep => {}
             Check::Search => {
                 domain.counters.sub_sleeping();
@@ -410,16 +456,59 @@ impl Sleep {
             }
         }
         *park = Park::Asleep;
-        while *park == Park::Asleep {
-            park = slot
-                .condvar
-                .wait(park)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if untimed {
+            while *park == Park::Asleep {
+                park = slot
+                    .condvar
+                    .wait(park)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        } else {
+            park = self.sleep_timed(slot, park);
+            if *park == Park::Asleep {
+                // Nobody woke us: off the sleeping count, under the lock
+                // that wakers take, and search once more before sleeping
+                // untimed.
+                *park = Park::Awake;
+                domain.counters.sub_sleeping();
+                idle.slept_timed = true;
+                idle.rounds = ROUNDS_UNTIL_SLEEPY;
+                return;
+            }
         }
         // Our waker took us off the sleeping count, and may have said
         // where its job is. Search afresh.
         idle.hint = slot.hint.swap(0, Ordering::Relaxed).checked_sub(1);
         idle.rounds = 0;
+        idle.slept_timed = false;
+    }
+
+    /// Waits until woken or [`UNCHECKED_SLEEP`] passes (under loom, where a
+    /// timed wait never times out, no time: the model explores the time-out
+    /// at once).
+    fn sleep_timed<'s>(&self, slot: &'s Slot, park: MutexGuard<'s, Park>) -> MutexGuard<'s, Park> {
+        #[cfg(not(loom))]
+        {
+            let deadline = std::time::Instant::now() + UNCHECKED_SLEEP;
+            let mut park = park;
+            while *park == Park::Asleep {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                park = slot
+                    .condvar
+                    .wait_timeout(park, left)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+            park
+        }
+        #[cfg(loom)]
+        {
+            let _ = slot;
+            park
+        }
     }
 
     /// Waits one watch period, or until poked. The caller set its park to
@@ -469,9 +558,10 @@ impl Sleep {
             // there is, and nobody else could take the task.
             return;
         }
-        // The fill fence: pairs with the sleep fence and `work_found`'s.
+        // The fill barrier, the light side: pairs with the heavy barrier
+        // before an untimed sleep and `work_found`'s (see the module doc).
         // (Only the common domain's workers fill or take slots.)
-        fence(Ordering::SeqCst);
+        barrier::light();
         let counters = self.common.counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
         if others == 0 && counters.sleeping() > 0 {
