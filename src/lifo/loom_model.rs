@@ -229,9 +229,11 @@ fn owner_and_thief_take_once() {
     });
 }
 
-/// The fill lands once the thief sleeps: only the filler's wake-up gets the
-/// task out (loom's yields seldom let the thief sleep before a fill that
-/// comes right away, so the model waits for it).
+/// The fill lands once the thief sleeps: the filler's wake-up gets the task
+/// out, or the end of the thief's timed first sleep, after which it checks
+/// with the heavy barrier before it sleeps untimed (loom's yields seldom let
+/// the thief sleep before a fill that comes right away, so the model waits
+/// for it).
 #[test]
 fn a_sleeping_thief_is_woken() {
     model(|| {

@@ -89,14 +89,16 @@
 //!   later state of the slot: its worker took it, or a thief did). In its
 //!   final check W then does not sleep; leaving idle, W wakes a sleeper, as
 //!   it does for queued jobs; if other workers are still awake and idle,
-//!   the same argument applies to the last of them. (W's first sleep after
-//!   a wake-up is timed and runs no heavy barrier, so it may miss the task:
-//!   it ends by itself within `sleep`'s `UNCHECKED_SLEEP`, and W searches
-//!   again, then checks as above before it sleeps untimed.)
+//!   the same argument applies to the last of them. (W's first sleep of an
+//!   idle spell is timed and runs no heavy barrier, so it may miss the
+//!   task: it ends within `sleep`'s `UNCHECKED_SLEEP`, woken or not, and W
+//!   searches again, then checks as above before any further sleep.)
 //! * A watcher counts as awake and idle. Every watch ends with another
 //!   final check (counted asleep, fence, look; before an untimed sleep,
 //!   the heavy barrier and a second look), so a watcher sees the task
-//!   too, one watch period (plus the OS timer's slack) later at the latest.
+//!   too, one watch period (plus the OS timer's slack, plus
+//!   `UNCHECKED_SLEEP` if its next sleep is its spell's timed one) later at
+//!   the latest.
 //! * Seeing the task, a worker searches again or watches, but never sleeps
 //!   untimed; it steals the task once it has seen it in the same slot (same
 //!   generation) for the delay. The generation changes on every fill, so a
@@ -116,7 +118,7 @@
 //! A slot task that its worker does not come back for waits up to the
 //! steal delay (up to about 120 µs, if the idle workers were watching: the
 //! delay, a watch period and the OS timer's slack) before an idle worker
-//! starts it, or up to 5 ms if it was filled just as the last idle worker
+//! starts it, plus up to 5 ms if it was filled just as the last idle worker
 //! fell asleep (the timed first sleep above); while every other worker is
 //! busy, it waits for one to go idle. A task that must start at once on
 //! any free worker belongs on a channel without the slot

@@ -90,8 +90,9 @@ impl AtomicCounters {
         Counters(self.0.fetch_sub(ONE_INACTIVE, Ordering::SeqCst) - ONE_INACTIVE)
     }
 
-    /// A waker took a sleeper off the count (the waker decrements, not the
-    /// sleeper, so that posters see the change at once).
+    /// A waker took a sleeper off the count (the waker decrements, so that
+    /// posters see the change at once), or a timed sleep ended unwoken (the
+    /// sleeper decrements, under its lock: see `sleep`).
     pub(crate) fn sub_sleeping(&self) {
         self.0.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
     }

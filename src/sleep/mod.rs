@@ -46,7 +46,7 @@
 //!    for? Then it takes itself off the sleeping count and watches.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
 //!    the mark (the waker also decrements the sleeping count). The first
-//!    sleep since the worker was last woken is timed (`UNCHECKED_SLEEP`):
+//!    sleep of an idle spell is timed (`UNCHECKED_SLEEP`):
 //!    if nobody wakes it, it clears its own mark and takes itself off the
 //!    sleeping count, under the same lock, and searches again from step 1.
 //!    The next time step 4 finds nothing, it runs the heavy side of the
@@ -197,7 +197,8 @@ impl Check {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Park {
     Awake,
-    /// Counted asleep; a waker sets it `Awake` and uncounts it.
+    /// Counted asleep; a waker sets it `Awake` and uncounts it (or the
+    /// sleeper itself, under the lock, when its timed sleep ends).
     Asleep,
     /// Watching, counted awake and idle; a poke sets it `Awake`.
     Watching,
@@ -480,12 +481,15 @@ impl Sleep {
         // where its job is. Search afresh.
         idle.hint = slot.hint.swap(0, Ordering::Relaxed).checked_sub(1);
         idle.rounds = 0;
-        idle.slept_timed = false;
+        // One unchecked sleep per idle spell (a worker that finds a task
+        // leaves the spell through `work_found`): a wake-up that finds
+        // nothing must not buy another.
+        idle.slept_timed = true;
     }
 
     /// Waits until woken or [`UNCHECKED_SLEEP`] passes (under loom, where a
-    /// timed wait never times out, no time: the model explores the time-out
-    /// at once).
+    /// timed wait never times out: lets go of the lock once, so that a
+    /// waker may come first, then times out).
     fn sleep_timed<'s>(&self, slot: &'s Slot, park: MutexGuard<'s, Park>) -> MutexGuard<'s, Park> {
         #[cfg(not(loom))]
         {
@@ -506,8 +510,9 @@ impl Sleep {
         }
         #[cfg(loom)]
         {
-            let _ = slot;
-            park
+            drop(park);
+            loom::thread::yield_now();
+            lock(&slot.park)
         }
     }
 
