@@ -76,27 +76,27 @@ pub(crate) use loom::cell::UnsafeCell;
 /// barrier after the hot side's store (the rare side's load sees it), or
 /// before its load (which then sees the rare side's store, made before the
 /// call): the guarantee of a pair of `fence(SeqCst)`, which is what loom
-/// models them as, and what they are where `membarrier` is missing or the
-/// process could not register for it (then [`barrier::light`] is a real
-/// fence too).
+/// models them as, and what they are where `membarrier` is missing, under
+/// miri (which runs no such system call), or where the process could not
+/// register for it (then [`barrier::light`] is a real fence too).
 ///
 /// [`barrier::init`] decides once per process, before the first pool's
 /// threads start; every thread that uses a pool's protocols reaches it
 /// through that pool, so it reads the decision made before the pool was
 /// built, and both sides of every pair read the same one.
 pub(crate) mod barrier {
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), not(miri), target_os = "linux"))]
     static MEMBARRIER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
     /// `membarrier`'s commands (`linux/membarrier.h`, Linux 4.14).
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), not(miri), target_os = "linux"))]
     const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), not(miri), target_os = "linux"))]
     const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
     /// Registers the process for `membarrier`'s expedited barrier, once.
     pub(crate) fn init() {
-        #[cfg(all(not(loom), target_os = "linux"))]
+        #[cfg(all(not(loom), not(miri), target_os = "linux"))]
         MEMBARRIER.get_or_init(|| {
             // SAFETY: `membarrier` takes two integers and touches no memory
             // of ours; a kernel without it returns an error, which we read
@@ -105,7 +105,7 @@ pub(crate) mod barrier {
         });
     }
 
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), not(miri), target_os = "linux"))]
     #[inline]
     fn expedited() -> bool {
         MEMBARRIER.get().copied().unwrap_or(false)
@@ -114,7 +114,7 @@ pub(crate) mod barrier {
     /// The cheap side of an asymmetric pair (see the module doc).
     #[inline]
     pub(crate) fn light() {
-        #[cfg(all(not(loom), target_os = "linux"))]
+        #[cfg(all(not(loom), not(miri), target_os = "linux"))]
         if expedited() {
             std::sync::atomic::compiler_fence(super::Ordering::SeqCst);
             return;
@@ -125,7 +125,7 @@ pub(crate) mod barrier {
     /// The costly side of an asymmetric pair (see the module doc): a system
     /// call that interrupts every CPU running one of our threads.
     pub(crate) fn heavy() {
-        #[cfg(all(not(loom), target_os = "linux"))]
+        #[cfg(all(not(loom), not(miri), target_os = "linux"))]
         if expedited() {
             std::sync::atomic::compiler_fence(super::Ordering::SeqCst);
             // Registered, the command fails only when the kernel is out of

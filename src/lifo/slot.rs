@@ -280,6 +280,7 @@ mod test {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "a million fills")]
     fn the_owner_moves_a_stale_claim_forward() {
         let slot = Slot::new();
         slot.fill(0).unwrap();

@@ -67,7 +67,9 @@
 //! hands nothing on. Both sides are paid where they are rare: fills come
 //! with every message a task passes, untimed sleeps (one per idle spell)
 //! and empty hand-offs with a worker running dry. A timed sleep needs no
-//! heavy barrier: a fill its check missed waits for its end at most. `lifo` has the argument that the
+//! heavy barrier: a fill its check missed waits for its end at most. A
+//! worker of a reserved domain, which neither fills nor looks at slots,
+//! runs neither heavy barrier and sleeps untimed at once. `lifo` has the argument that the
 //! task is never stranded; it rests on these two heavy barriers and on
 //! step 4 never sleeping while a slot is full.
 //!
@@ -272,10 +274,14 @@ pub(crate) struct IdleState<'a> {
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
-    /// Whether this worker slept timed since it last searched from a
-    /// wake-up: its next sleep runs the heavy barrier and is untimed (see
-    /// "Filling a LIFO slot").
+    /// Whether this worker slept timed in this idle spell: its next sleep
+    /// runs the heavy barrier and is untimed (see "Filling a LIFO slot").
     slept_timed: bool,
+    /// Whether its final check must see other workers' slot fills: a worker
+    /// of the common domain, in a pool of more than one seat (reserved
+    /// workers neither fill nor watch slots). Without, every sleep is
+    /// untimed and runs no heavy barrier.
+    sees_fills: bool,
 }
 
 impl IdleState<'_> {
@@ -329,6 +335,7 @@ impl Sleep {
             rounds: 0,
             sleepy: None,
             slept_timed: false,
+            sees_fills: self.domain_of[worker] == 0 && self.slots.len() > 1,
         }
     }
 
@@ -373,7 +380,8 @@ impl Sleep {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if !more_work() {
-                if !hand_off {
+                if !hand_off || reserved {
+                    // (A reserved worker's look sees no slots.)
                     return;
                 }
                 // Before concluding that nothing needs handing on, the
@@ -429,8 +437,8 @@ impl Sleep {
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
         let mut check = final_check();
-        let untimed = check == Check::Sleep && idle.slept_timed;
-        if untimed {
+        let untimed = idle.slept_timed || !idle.sees_fills;
+        if check == Check::Sleep && idle.slept_timed && idle.sees_fills {
             // Before an untimed sleep, the heavy side of the fill barrier:
             // a slot filled before it is seen now (see the module doc).
             barrier::heavy();
