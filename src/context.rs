@@ -75,9 +75,7 @@ impl Drop for Freeing {
     fn drop(&mut self) {
         for cell in self.0.take() {
             // A dropped handle's waker is the only code a dead cell runs.
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(cell))).is_err() {
-                log::error!("smartpool: freeing a finished task panicked");
-            }
+            crate::contain::drop_contained(cell, "freeing a finished task");
         }
     }
 }

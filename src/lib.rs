@@ -125,6 +125,7 @@ mod behavior;
 mod blocking;
 mod builder;
 mod channel;
+mod contain;
 mod context;
 mod core;
 mod join_set;

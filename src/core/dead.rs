@@ -66,7 +66,6 @@
 //! stage is not checked), and `tests/finished_cells.rs` that the memory
 //! stays bounded and is given back.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -198,12 +197,7 @@ pub(crate) fn free(cells: Vec<DeadCell>) {
 /// the only code a dead cell can run).
 #[inline]
 pub(crate) fn free_cell(cell: DeadCell) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(cell))) {
-        log::error!(
-            "smartpool: freeing a finished task panicked: {}",
-            crate::task::panic_message(&*panic)
-        );
-    }
+    crate::contain::drop_contained(cell, "freeing a finished task");
 }
 
 #[cfg(all(test, not(loom)))]

@@ -829,12 +829,7 @@ where
 /// Drops the output of a task nobody can join: user code, whose panic is
 /// caught and logged (as dropping a `JoinHandle` does).
 fn drop_output<T>(output: T) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(output))) {
-        log::error!(
-            "smartpool: dropping a detached task's output panicked: {}",
-            super::join::panic_message(&*panic)
-        );
-    }
+    crate::contain::drop_contained(output, "dropping a detached task's output");
 }
 
 impl<F: Future> TaskCell<F> {
@@ -943,12 +938,7 @@ where
 /// detached and no waker is left), this frees the cell and drops the future
 /// or output: user code, whose panic must not unwind into the worker.
 fn drop_reference<T>(task: Arc<T>) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(task))) {
-        log::error!(
-            "smartpool: dropping a finished task panicked: {}",
-            super::join::panic_message(&*panic)
-        );
-    }
+    crate::contain::drop_contained(task, "dropping a finished task");
 }
 
 impl<F> Runnable for TaskCell<F>
@@ -1414,12 +1404,7 @@ where
             return None;
         }
         if let Some(waker) = header.join_waker.take(&header.join_state) {
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(waker))) {
-                log::error!(
-                    "smartpool: dropping a JoinHandle's waker panicked: {}",
-                    super::join::panic_message(&*panic)
-                );
-            }
+            crate::contain::drop_contained(waker, "dropping a JoinHandle's waker");
         }
         Some(PoolRef::OnWorker(pool))
     }

@@ -3,7 +3,6 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
@@ -284,12 +283,7 @@ impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         if let Handle::Task(task) = std::mem::replace(&mut self.handle, Handle::Done) {
             task.detach();
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(task))) {
-                log::error!(
-                    "smartpool: dropping a finished task's output panicked: {}",
-                    panic_message(&*panic)
-                );
-            }
+            crate::contain::drop_contained(task, "dropping a finished task's output");
         }
     }
 }
@@ -509,16 +503,7 @@ fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The text of a panic payload, when it has one.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "Box<dyn Any>"
-    }
-}
+pub(crate) use crate::contain::panic_message;
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

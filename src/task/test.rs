@@ -376,7 +376,7 @@ fn scheduler_link_reserves_give_everything_back() {
     use crate::context::Reserve;
     for reserve_first in [false, true] {
         let recorder = Arc::new(Recorder::default());
-        let link = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
+        let link = weak(&recorder);
         let (maker, freer) = (Reserve::new(), Reserve::new());
         let refs: Vec<SchedulerRef> = (0..300).map(|_| link.take_from(&maker)).collect();
         assert_eq!(Arc::weak_count(&recorder), 1);
@@ -408,7 +408,7 @@ fn scheduler_link_reserves_give_everything_back() {
 fn scheduler_link_reserve_of_a_worker_is_given_back() {
     for leaves in [true, false] {
         let recorder = Arc::new(Recorder::default());
-        let link = SchedulerRef::new(Arc::downgrade(&recorder) as Weak<dyn Schedule>);
+        let link = weak(&recorder);
         // A thread of its own, joined (not scoped: a scope's wait may end
         // before the thread's locals are destroyed).
         let (recorder2, link2) = (recorder.clone(), link.clone());

@@ -1,0 +1,32 @@
+//! Containing panics of user code that the pool runs on its own account.
+//!
+//! A drop the pool performs (a finished task's cell, a stale waker, an
+//! output nobody awaits) can run user code that panics. Such a panic is
+//! caught where it happens and logged, never let through into the pool's
+//! protocol: the thread that dropped the value goes on with what it was
+//! doing, and nothing the value owned is lost (the drop ran as far as it
+//! could). This module sits below every other, so that each layer contains
+//! its drops the same way.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The text of a panic payload, when it has one.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "Box<dyn Any>"
+    }
+}
+
+/// Drops `value`; a panic in its drop is logged as "smartpool: `what`
+/// panicked: message" and goes no further.
+#[inline]
+pub(crate) fn drop_contained<T>(value: T, what: &str) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        log::error!("smartpool: {what} panicked: {}", panic_message(&*panic));
+    }
+}
