@@ -47,7 +47,8 @@ impl VecDequeChannel {
     /// [`Channel::lifo_slot`]): every task submitted from a worker thread is
     /// at once visible to the other workers. For tasks that must start on
     /// any free worker while the task that submitted them goes on running,
-    /// without the slot's steal delay (20 to about 120 µs); chains of tasks
+    /// without the slot's steal delay (20 to about 120 µs, rarely 5 ms
+    /// more); chains of tasks
     /// and message passing then bounce between cores, several times slower
     /// (the suite's W4 and W5).
     pub fn without_lifo_slot() -> VecDequeChannel {

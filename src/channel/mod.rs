@@ -88,8 +88,9 @@ pub trait Channel: Send + Sync {
     /// level's slice). The cost: if the submitting task goes on running
     /// (or blocks, even waiting for this task), an idle worker steals the
     /// task only after it sat in the slot for a steal delay of 20 µs, or up
-    /// to about 120 µs if the idle workers were watching other slots (Go's
-    /// `runnext` rule; tokio's slot is never stolen from); while no other
+    /// to about 120 µs if the idle workers were watching other slots, and
+    /// in a rare race with the last idle worker falling asleep up to 5 ms
+    /// more (Go's `runnext` rule; tokio's slot is never stolen from); while no other
     /// worker is idle, it waits for the submitting task. The slot still respects the
     /// schedule: a worker runs it only when the schedule would serve this
     /// channel's level, and a stolen task goes to this channel.
