@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -247,4 +248,49 @@ fn under_round_robin_a_task_from_a_busy_worker_gets_its_slice() {
         reaches_a_busy_worker(behavior, true, false),
         "the low task waited for the worker that submitted it"
     );
+}
+
+/// One hop of a chain whose worker comes back for its slot task at about
+/// the steal delay: it fills the slot, then computes for 15 to 60 µs before
+/// it returns, so that the idle worker's steal and the owner's take race.
+fn racing_hop(
+    pool: Arc<Pool<TwoLevels>>,
+    left: usize,
+    runs: Arc<Vec<AtomicUsize>>,
+    done: mpsc::Sender<()>,
+) {
+    runs[left].fetch_add(1, Ordering::Relaxed);
+    if left == 0 {
+        done.send(()).unwrap();
+        return;
+    }
+    let (next, r) = (pool.clone(), runs.clone());
+    drop(
+        pool.low
+            .exec(run(move || racing_hop(next, left - 1, r, done))),
+    );
+    let busy = Duration::from_micros(15 + (left as u64 * 7) % 46);
+    let start = std::time::Instant::now();
+    while start.elapsed() < busy {
+        std::hint::spin_loop();
+    }
+}
+
+/// The owner's take and a thief's steal of the same slot task race (see
+/// `src/lifo/slot.rs`): every task of the chain runs exactly once, and the
+/// chain reaches its end (a task neither side got would stop it).
+#[test]
+fn owner_and_thief_racing_for_the_slot_run_each_task_once() {
+    let owned = OwnedPool::new(TwoLevels::lifo(2, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let hops = common::scaled(20_000);
+    let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..=hops).map(|_| AtomicUsize::new(0)).collect());
+    let (done, done_rx) = mpsc::channel();
+    let (p, r) = (pool.clone(), runs.clone());
+    drop(pool.low.exec(run(move || racing_hop(p, hops, r, done))));
+    done_rx.recv_timeout(FAILSAFE).expect("the chain finished");
+    block_on(owned.close());
+    for (hop, count) in runs.iter().enumerate() {
+        assert_eq!(count.load(Ordering::Relaxed), 1, "hop {hop}");
+    }
 }

@@ -91,6 +91,7 @@ impl World {
     /// Worker 0, active: fills its slot and announces it, as `enqueue`
     /// does.
     fn fill(&self, world: &Arc<World>) {
+        self.sleep.before_fill();
         assert!(self.slots[0].fill(Task(world.clone())).is_ok());
         self.sleep.slot_filled(false);
     }

@@ -69,7 +69,11 @@
 //! and empty hand-offs with a worker running dry. A timed sleep needs no
 //! heavy barrier: a fill its check missed waits for its end at most. A
 //! worker of a reserved domain, which neither fills nor looks at slots,
-//! runs neither heavy barrier and sleeps untimed at once. `lifo` has the argument that the
+//! runs neither heavy barrier and sleeps untimed at once; so does every
+//! worker of a pool in which no slot was ever filled: the first fill of a
+//! pool (`Sleep::before_fill`) says so and runs a SeqCst fence before it
+//! stores its task, which pairs with the sleep fence and the hand-off's
+//! fence of a worker that reads no fill ever happened. `lifo` has the argument that the
 //! task is never stranded; it rests on these two heavy barriers and on
 //! step 4 never sleeping while a slot is full.
 //!
@@ -149,7 +153,7 @@ pub(crate) use counters::MAX_WORKERS;
 use counters::{AtomicCounters, JobsEvent};
 
 use crate::sync::{
-    barrier, fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
+    barrier, fence, lock, yield_now, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
 };
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
@@ -258,6 +262,10 @@ pub(crate) struct Sleep {
     /// Per slot: its domain.
     domain_of: Box<[usize]>,
     slots: Box<[Slot]>,
+    /// Whether any worker ever filled a LIFO slot in this pool (see
+    /// "Filling a LIFO slot": until then no sleep or hand-off runs the
+    /// heavy barrier).
+    filled: AtomicBool,
 }
 
 /// Evidence that a worker is idle: exists from `start_looking` until
@@ -321,6 +329,7 @@ impl Sleep {
                     hint: AtomicUsize::new(0),
                 })
                 .collect(),
+            filled: AtomicBool::new(false),
         }
     }
 
@@ -380,8 +389,10 @@ impl Sleep {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if !more_work() {
-                if !hand_off || reserved {
-                    // (A reserved worker's look sees no slots.)
+                if !hand_off || reserved || !self.filled.load(Ordering::Relaxed) {
+                    // (A reserved worker's look sees no slots; and no fill
+                    // can have escaped it if none had ever happened, see
+                    // `before_fill`.)
                     return;
                 }
                 // Before concluding that nothing needs handing on, the
@@ -437,8 +448,11 @@ impl Sleep {
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
         let mut check = final_check();
-        let untimed = idle.slept_timed || !idle.sees_fills;
-        if check == Check::Sleep && idle.slept_timed && idle.sees_fills {
+        // After the sleep fence: no fill can have escaped our check if none
+        // had ever happened (see `before_fill`).
+        let sees_fills = idle.sees_fills && self.filled.load(Ordering::Relaxed);
+        let untimed = idle.slept_timed || !sees_fills;
+        if check == Check::Sleep && idle.slept_timed && sees_fills {
             // Before an untimed sleep, the heavy side of the fill barrier:
             // a slot filled before it is seen now (see the module doc).
             barrier::heavy();
@@ -559,6 +573,28 @@ impl Sleep {
             .chain(self.reserved.iter())
             .map(|d| d.counters.load().sleeping())
             .sum()
+    }
+
+    /// A worker is about to fill its LIFO slot. The first time in the pool
+    /// (as far as it can tell), it says so, then runs a SeqCst fence: a
+    /// worker that reads no fill ever happened, after its own sleep fence or
+    /// hand-off fence, has that fence before this one, so this worker's
+    /// read of the counters in [`Sleep::slot_filled`] sees it asleep or
+    /// active, and wakes a sleeper if nobody else is awake and idle: such a
+    /// worker needs no heavy barrier (see the module doc).
+    #[inline]
+    pub(crate) fn before_fill(&self) {
+        if !self.filled.load(Ordering::Relaxed) {
+            self.first_fill();
+        }
+    }
+
+    /// [`Sleep::before_fill`]'s rare path, out of the fill's way.
+    #[cold]
+    #[inline(never)]
+    fn first_fill(&self) {
+        self.filled.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
