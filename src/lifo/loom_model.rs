@@ -43,7 +43,11 @@
 //! heavy side sits beside a SeqCst fence of another pairing (the sleep
 //! fence, `work_found`'s), removing it goes unnoticed here: that a heavy
 //! barrier stands before every look that must see a fill is argued in
-//! `sleep`'s and `lifo`'s docs, not checked by these models.
+//! `sleep`'s and `lifo`'s docs, not checked by these models. Nor is
+//! `Sleep::before_fill`'s flag: with the fill's light side a real fence
+//! here, removing the flag passes; and with one filler, the argument for a
+//! second (which reads the flag set and runs no fence) rests on SeqCst
+//! loads and stores, which loom treats as acquire and release.
 
 use super::slot::Slot;
 use super::watch::{Verdict, Watch};
@@ -230,11 +234,10 @@ fn owner_and_thief_take_once() {
     });
 }
 
-/// The fill lands once the thief sleeps: the filler's wake-up gets the task
-/// out, or the end of the thief's timed first sleep, after which it checks
-/// with the heavy barrier before it sleeps untimed (loom's yields seldom let
-/// the thief sleep before a fill that comes right away, so the model waits
-/// for it).
+/// The fill lands once the thief sleeps (untimed: no slot was filled yet,
+/// see `Sleep::before_fill`): only the filler's wake-up gets the task out
+/// (loom's yields seldom let the thief sleep before a fill that comes right
+/// away, so the model waits for it).
 #[test]
 fn a_sleeping_thief_is_woken() {
     model(|| {

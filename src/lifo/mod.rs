@@ -84,7 +84,11 @@
 //!   barrier before its last look, nor leave idle as the last awake idle
 //!   worker with sleepers left without counting itself active (such a
 //!   change) and then, before it concludes that nothing is left to hand
-//!   on, running the heavy side too (`Sleep::work_found`). The barrier pair
+//!   on, running the heavy side too (`Sleep::work_found`), unless it reads,
+//!   after that change, that no slot of the pool was ever filled: a flag
+//!   every filler reads or sets before it fills, SeqCst like the counters,
+//!   so that then the filler's read of the counters came after W's change
+//!   (`Sleep::before_fill`), a contradiction. The barrier pair
 //!   orders the fill before that look, so the look sees the task (or a
 //!   later state of the slot: its worker took it, or a thief did). In its
 //!   final check W then does not sleep; leaving idle, W wakes a sleeper, as

@@ -45,8 +45,9 @@
 //!    again. Another worker's slot busy with tasks its worker comes back
 //!    for? Then it takes itself off the sleeping count and watches.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
-//!    the mark (the waker also decrements the sleeping count). The first
-//!    sleep of an idle spell is timed (`UNCHECKED_SLEEP`):
+//!    the mark (the waker also decrements the sleeping count). Once a slot
+//!    of the pool was ever filled (see below), the first sleep of an idle
+//!    spell is timed (`UNCHECKED_SLEEP`):
 //!    if nobody wakes it, it clears its own mark and takes itself off the
 //!    sleeping count, under the same lock, and searches again from step 1.
 //!    The next time step 4 finds nothing, it runs the heavy side of the
@@ -70,12 +71,12 @@
 //! heavy barrier: a fill its check missed waits for its end at most. A
 //! worker of a reserved domain, which neither fills nor looks at slots,
 //! runs neither heavy barrier and sleeps untimed at once; so does every
-//! worker of a pool in which no slot was ever filled: the first fill of a
-//! pool (`Sleep::before_fill`) says so and runs a SeqCst fence before it
-//! stores its task, which pairs with the sleep fence and the hand-off's
-//! fence of a worker that reads no fill ever happened. `lifo` has the argument that the
-//! task is never stranded; it rests on these two heavy barriers and on
-//! step 4 never sleeping while a slot is full.
+//! worker that reads, after its counters change, that no slot of its pool
+//! was ever filled: every filler reads or sets that flag before it fills
+//! and then loads the counters, all of it SeqCst, so its load sees the
+//! worker asleep or active (`Sleep::before_fill`). `lifo` has the argument
+//! that the task is never stranded; it rests on these two heavy barriers
+//! (or that flag) and on step 4 never sleeping while a slot is full.
 //!
 //! # Why no wake-up is lost
 //!
@@ -283,7 +284,8 @@ pub(crate) struct IdleState<'a> {
     rounds: u32,
     sleepy: Option<JobsEvent>,
     /// Whether this worker slept timed in this idle spell: its next sleep
-    /// runs the heavy barrier and is untimed (see "Filling a LIFO slot").
+    /// is untimed, after the heavy barrier if a slot was ever filled (see
+    /// "Filling a LIFO slot").
     slept_timed: bool,
     /// Whether its final check must see other workers' slot fills: a worker
     /// of the common domain, in a pool of more than one seat (reserved
@@ -389,7 +391,7 @@ impl Sleep {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if !more_work() {
-                if !hand_off || reserved || !self.filled.load(Ordering::Relaxed) {
+                if !hand_off || reserved || !self.filled.load(Ordering::SeqCst) {
                     // (A reserved worker's look sees no slots; and no fill
                     // can have escaped it if none had ever happened, see
                     // `before_fill`.)
@@ -450,7 +452,7 @@ impl Sleep {
         let mut check = final_check();
         // After the sleep fence: no fill can have escaped our check if none
         // had ever happened (see `before_fill`).
-        let sees_fills = idle.sees_fills && self.filled.load(Ordering::Relaxed);
+        let sees_fills = idle.sees_fills && self.filled.load(Ordering::SeqCst);
         let untimed = idle.slept_timed || !sees_fills;
         if check == Check::Sleep && idle.slept_timed && sees_fills {
             // Before an untimed sleep, the heavy side of the fill barrier:
@@ -575,16 +577,21 @@ impl Sleep {
             .sum()
     }
 
-    /// A worker is about to fill its LIFO slot. The first time in the pool
-    /// (as far as it can tell), it says so, then runs a SeqCst fence: a
-    /// worker that reads no fill ever happened, after its own sleep fence or
-    /// hand-off fence, has that fence before this one, so this worker's
-    /// read of the counters in [`Sleep::slot_filled`] sees it asleep or
-    /// active, and wakes a sleeper if nobody else is awake and idle: such a
-    /// worker needs no heavy barrier (see the module doc).
+    /// A worker is about to fill its LIFO slot: the first time in the pool
+    /// (as far as it can tell) it says so. Every access to the flag is
+    /// SeqCst, and so are the counters' changes and loads, so they all sit
+    /// in the one total order S. A worker W that reads the flag unset (after
+    /// its counters change, in program order) reads it before the store
+    /// that set it, in S; every filler reads the flag set (or set it itself)
+    /// before it fills and then loads the counters; so that load comes
+    /// after W's change in S and sees W asleep or active, and the filler
+    /// wakes a sleeper if nobody else is awake and idle: W needs no heavy
+    /// barrier (see the module doc). (On x86 a SeqCst load is a plain load.
+    /// The fence after the store is for loom, which models SeqCst fences but
+    /// treats SeqCst loads and stores as acquire and release.)
     #[inline]
     pub(crate) fn before_fill(&self) {
-        if !self.filled.load(Ordering::Relaxed) {
+        if !self.filled.load(Ordering::SeqCst) {
             self.first_fill();
         }
     }
@@ -593,7 +600,7 @@ impl Sleep {
     #[cold]
     #[inline(never)]
     fn first_fill(&self) {
-        self.filled.store(true, Ordering::Relaxed);
+        self.filled.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 
