@@ -94,15 +94,19 @@ pub(crate) mod barrier {
     #[cfg(all(not(loom), not(miri), target_os = "linux"))]
     const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
-    /// Registers the process for `membarrier`'s expedited barrier, once.
+    /// Runs `membarrier` command `command`; whether it succeeded.
+    #[cfg(all(not(loom), not(miri), target_os = "linux"))]
+    fn membarrier(command: libc::c_int) -> bool {
+        // SAFETY: `membarrier` takes integers and touches no memory of
+        // ours; a kernel without it returns an error.
+        unsafe { libc::syscall(libc::SYS_membarrier, command, 0, 0) == 0 }
+    }
+
+    /// Registers the process for `membarrier`'s expedited barrier, once (a
+    /// kernel that refuses leaves both sides real fences).
     pub(crate) fn init() {
         #[cfg(all(not(loom), not(miri), target_os = "linux"))]
-        MEMBARRIER.get_or_init(|| {
-            // SAFETY: `membarrier` takes two integers and touches no memory
-            // of ours; a kernel without it returns an error, which we read
-            // as "not available".
-            unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 }
-        });
+        MEMBARRIER.get_or_init(|| membarrier(REGISTER_PRIVATE_EXPEDITED));
     }
 
     #[cfg(all(not(loom), not(miri), target_os = "linux"))]
@@ -131,8 +135,7 @@ pub(crate) mod barrier {
             // Registered, the command fails only when the kernel is out of
             // memory for its CPU mask: a fence would not pair with the
             // light sides, so try again until it goes through.
-            // SAFETY: as in `init`.
-            while unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0, 0) } != 0 {
+            while !membarrier(PRIVATE_EXPEDITED) {
                 std::thread::yield_now();
             }
             std::sync::atomic::compiler_fence(super::Ordering::SeqCst);

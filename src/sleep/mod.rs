@@ -517,20 +517,10 @@ impl Sleep {
     fn sleep_timed<'s>(&self, slot: &'s Slot, park: MutexGuard<'s, Park>) -> MutexGuard<'s, Park> {
         #[cfg(not(loom))]
         {
-            let deadline = std::time::Instant::now() + UNCHECKED_SLEEP;
-            let mut park = park;
-            while *park == Park::Asleep {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                park = slot
-                    .condvar
-                    .wait_timeout(park, left)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .0;
-            }
-            park
+            slot.condvar
+                .wait_timeout_while(park, UNCHECKED_SLEEP, |park| *park == Park::Asleep)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0
         }
         #[cfg(loom)]
         {
