@@ -117,6 +117,56 @@ fn a_running_task_is_dropped_after_its_current_poll() {
     assert!(close_within(owned, FAILSAFE));
 }
 
+/// A task that woke itself sits re-queued (its state word still reads
+/// running until its next start: the task module's "Re-queued running")
+/// when another task on the same worker aborts it: its next start finds
+/// the abort, so it is never polled again, its future is dropped once,
+/// and its handle says aborted.
+#[test]
+fn a_yielding_task_aborted_in_its_queue_is_not_polled_again() {
+    let owned = OwnedPool::new(Flat::new(1)).unwrap();
+    let (polls, at_abort) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let handed = Arc::new(std::sync::Mutex::new(None::<AbortHandle>));
+    let (ready, drops) = (Gate::new(), DropCounter::new());
+    let (p, a, h, r) = (
+        polls.clone(),
+        at_abort.clone(),
+        handed.clone(),
+        ready.clone(),
+    );
+    let (pool, token) = (owned.pool.clone(), drops.token());
+    let handle = owned.pool.work.exec(futures::future::poll_fn(move |cx| {
+        let _keep = &token;
+        if p.fetch_add(1, Ordering::SeqCst) == 0 {
+            // First poll: queue the aborter behind this task's re-queue.
+            r.wait();
+            let abort = h.lock().unwrap().take().unwrap();
+            let (p, a) = (p.clone(), a.clone());
+            pool.work
+                .exec_detached(async move {
+                    // One worker: the yielding task is queued, not running.
+                    a.store(p.load(Ordering::SeqCst), Ordering::SeqCst);
+                    abort.abort();
+                })
+                .unwrap();
+        }
+        cx.waker().wake_by_ref();
+        Poll::<()>::Pending
+    }));
+    *handed.lock().unwrap() = Some(handle.abort_handle());
+    ready.open();
+    assert_aborted(block_on(handle));
+    let polled = polls.load(Ordering::SeqCst);
+    assert!(polled >= 1);
+    assert_eq!(
+        polled,
+        at_abort.load(Ordering::SeqCst),
+        "not polled after the abort"
+    );
+    assert_eq!(drops.drops(), 1);
+    assert!(close_within(owned, FAILSAFE));
+}
+
 /// A task that aborts itself through its own handle stops at its next
 /// `Pending`, and its `Drop` runs.
 #[test]

@@ -60,19 +60,21 @@
 //!
 //! * If the sweep did not find it, it registered after the sweep's
 //!   snapshot of its shard: its registration's lock acquired the
-//!   snapshot's unlock, which follows the flag's store. `P` comes after the registration (in
-//!   the poll that registered, or in a later one, whose start acquired the
-//!   earlier poll's end through the state word), so `P`'s read of the flag
-//!   sees it set, and the task is close-woken.
+//!   snapshot's unlock, which follows the flag's store. `P` comes after
+//!   the registration (in the poll that registered, or in a later one,
+//!   whose start follows the earlier poll's end: through the state word,
+//!   or, after a re-queue, the token's hand-over), so `P`'s read of the
+//!   flag sees it set, and the task is close-woken.
 //! * If the sweep's claim `W` of it came after `P` (both are
 //!   read-modify-writes of the state word, so they are ordered), `W` found
 //!   it `IDLE` and claimed it.
-//! * If `W` came before `P`: `W` found the task `RUNNING` (then it set
-//!   `SCHEDULED`, and that poll re-queued the task instead of parking it:
-//!   no `P` there) or `SCHEDULED` (a poll still to come). That poll's
-//!   `start_running` is a read-modify-write of the word after `W`, so it
-//!   acquires `W`'s release, which follows the flag's store: `P`, later in
-//!   that poll, sees the flag and close-wakes the task.
+//! * If `W` came before `P`: `W` found the task `RUNNING` (polled: then
+//!   it set `SCHEDULED`, and that poll re-queued the task instead of
+//!   parking it, no `P` there; or re-queued running already: a poll still
+//!   to come) or `SCHEDULED` (a poll still to come). That poll's `start`
+//!   is a read-modify-write of the word after `W`, so it acquires `W`'s
+//!   release, which follows the flag's store: `P`, later in that poll,
+//!   sees the flag and close-wakes the task.
 //!
 //! Each way the task is claimed and dropped. The sweep runs inside
 //! `close()` (and the `OwnedPool`'s drop) before it returns, and a park's

@@ -107,11 +107,10 @@ impl<B: PoolBehavior> Pool<B> {
         self.behavior.channel(self.keys[index])
     }
 
-    /// Hands a woken task to the behavior's followup (`yielded`: woken
-    /// during its own poll, see `Schedule::schedule`). A panicking followup
+    /// Hands a woken task to the behavior's followup. A panicking followup
     /// is caught (the task it held is dropped, which cancels it).
-    fn followup(&self, task: RunningTask, yielded: bool) {
-        let from = self.keys[task.to_followup(yielded)];
+    fn followup(&self, task: RunningTask) {
+        let from = self.keys[task.to_followup()];
         let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
         if let Err(panic) = result {
             log::error!(
@@ -280,7 +279,10 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
     /// is marked so that it enters its channel behind the queued work, not
     /// the LIFO slot.
     fn schedule(&self, task: RunningTask, woken_while_running: bool) {
-        self.followup(task, woken_while_running);
+        // The token carries it (its re-queue mark: it keeps the task out
+        // of the LIFO slot as it enters a channel, see `lifo`).
+        debug_assert_eq!(woken_while_running, task.is_requeued());
+        self.followup(task);
     }
 
     fn release_counted(&self) {

@@ -115,8 +115,12 @@ impl Header {
 /// In an entry's bits: the token holds a count towards close (see
 /// `core::shared::Admitted`).
 const COUNTED: u8 = 0x80;
-/// In an entry's bits: the token comes from a yield, until it enters a
-/// channel (a yield does not go into the LIFO slot, see `lifo`).
+/// In an entry's bits: the token was made by a poll's end that re-queued
+/// the task, woken during its poll (a yield, most often), and left its
+/// state word running (the parent module's "Re-queued running"). Set or
+/// cleared by whoever makes a token ([`TaskCell::token`]). `State::start`
+/// lets only such a token take a running word, and, as the token enters a
+/// channel, the mark keeps it out of the LIFO slot (see `lifo`).
 const YIELDED: u8 = 0x40;
 /// In an entry's bits: the task had started when the token was made (the
 /// hint `State::start` takes). Set for good in the cell's own entry by the
@@ -218,6 +222,12 @@ impl Entry<'_> {
     #[inline]
     fn started(self) -> bool {
         self.bits() & STARTED != 0
+    }
+
+    /// The token's mark for `State::start` (see [`YIELDED`]).
+    #[inline]
+    fn requeued(self) -> bool {
+        self.bits() & YIELDED != 0
     }
 
     #[inline]
@@ -504,21 +514,21 @@ impl DropPanic {
 /// `Header::drop` releases the count, and close never resolves before that
 /// destructor ran.
 pub(super) struct TaskCell<F: Future> {
-    /// Accessed only through [`TaskCell::with_stage`], by the party the
-    /// state word makes responsible for it (see the module doc).
+    /// Accessed only through [`TaskCell::with_stage`], by the party
+    /// responsible for it (see the module doc).
     stage: UnsafeCell<StageData<F>>,
     pub(super) header: Header,
 }
 
 // SAFETY: the only state not already `Sync` is the stage (its union, and
-// its tag in the header), and it is touched
-// by one party at a time, in an order the state word's acquire/release
-// transitions make happen-before one another: the poller (`RUNNING`, or
-// `RUNNING+SCHEDULED` once woken, or `SCHEDULED` after a poll that ended
-// aborted) or the token's holder cancelling (`RUNNING`, claimed by the same
-// `start` as a poll: a stale token never touches the stage), then the joiner
-// once `COMPLETE`, then whoever frees the
-// cell (exclusive, by `Arc`). The future and its output are `Send`, so that
+// its tag in the header), and it is touched by one party at a time, in an
+// order that the state word's acquire/release transitions (or, from a poll
+// that re-queued the task to the next start, the token's hand-over) make
+// happen-before one another: the poller (`RUNNING`, with `SCHEDULED` and
+// `ABORTED` if woken or aborted since) or the token's holder cancelling
+// (`RUNNING`, claimed by the same `start` as a poll: a stale token never
+// touches the stage), then the joiner once `COMPLETE`, then whoever frees
+// the cell (exclusive, by `Arc`). The future and its output are `Send`, so that
 // party may be on any thread (as `Mutex<T>: Sync` needs only `T: Send`).
 unsafe impl<F> Sync for TaskCell<F>
 where
@@ -645,29 +655,30 @@ impl RunningTask {
 
     /// The token goes to the behavior's followup: returns the index of
     /// the channel the task came from, and records that a drop now is the
-    /// followup's and, if `yielded`, that the task comes from a yield (the
-    /// mark lasts until it enters a channel). One entry access for all.
+    /// followup's.
     #[inline]
-    pub(crate) fn to_followup(&self, yielded: bool) -> usize {
+    pub(crate) fn to_followup(&self) -> usize {
         let entry = self.task.entry();
-        let reason = CancelReason::DroppedByFollowup as u8;
-        if yielded {
-            entry.update(CANCEL | YIELDED, reason | YIELDED);
-        } else {
-            entry.update(CANCEL, reason);
-        }
+        entry.update(CANCEL, CancelReason::DroppedByFollowup as u8);
         entry.from()
     }
 
-    /// The token enters channel `channel`: records it, records that a drop
-    /// now is the pool's or the channel's, and clears the yield mark (one
-    /// entry access). Returns whether the task holds a count towards
-    /// close, and whether it comes from a yield.
+    /// Whether the token was made by a poll's end that re-queued its task,
+    /// woken during the poll (see [`YIELDED`]).
+    #[inline]
+    pub(crate) fn is_requeued(&self) -> bool {
+        self.task.entry().requeued()
+    }
+
+    /// The token enters channel `channel`: records it, and records that a
+    /// drop now is the pool's or the channel's (one entry access). Returns
+    /// whether the task holds a count towards close, and whether it comes
+    /// from a yield (its re-queue mark, which stays for its start).
     #[inline]
     pub(crate) fn enter_channel(&self, channel: usize) -> Entered {
         let entry = self.task.entry();
         entry.set_from(channel);
-        let old = entry.update(CANCEL | YIELDED, UNSET);
+        let old = entry.update(CANCEL, UNSET);
         Entered {
             counted: old & COUNTED != 0,
             yielded: old & YIELDED != 0,
@@ -839,11 +850,12 @@ impl<F: Future> TaskCell<F> {
     ///
     /// The caller must be the party responsible for the stage (see the
     /// module doc): the poller, which claimed the token's line in `start`
-    /// (the state is `RUNNING`, or `RUNNING+SCHEDULED` if woken since, or
-    /// `SCHEDULED` after a poll that ended aborted), the token's holder
-    /// cancelling it (after the same claim: `RUNNING`), or the joiner, having
-    /// seen `COMPLETE`. Then no other party touches the stage until the
-    /// caller's next state transition, which follows this call.
+    /// (the state is `RUNNING`, with `SCHEDULED` and `ABORTED` if woken or
+    /// aborted since), the token's holder cancelling it (after the same
+    /// claim: `RUNNING`), or the joiner, having seen `COMPLETE`. Then no
+    /// other party touches the stage until the caller's next state
+    /// transition, or its hand-over of the re-queued task's token, which
+    /// follows this call.
     pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(Stage<'_, F>) -> R) -> R {
         self.header.stage_tag.with_mut(|tag| {
             self.stage.with_mut(|data| {
@@ -958,7 +970,8 @@ where
     fn run(self: Arc<Self>) -> Ran {
         let own = self.header.own();
         let (started, channel) = (own.started(), own.from() as u32);
-        let (outcome, first, stamp) = match self.header.state.start(FIRST_LINE, started) {
+        let start = self.header.state.start(FIRST_LINE, started, own.requeued());
+        let (outcome, first, stamp) = match start {
             Start::Poll => {
                 let stamp = if started { 0 } else { self.header.take_stamp() };
                 (self.poll(FIRST_LINE, started), !started, stamp)
@@ -1046,7 +1059,9 @@ where
     fn run(self: Arc<Self>) -> Ran {
         let header = &self.cell.header;
         let (started, channel) = (self.entry().started(), self.entry().from() as u32);
-        let start = header.state.start(self.line, started);
+        let start = header
+            .state
+            .start(self.line, started, self.entry().requeued());
         if start == Start::Stale {
             let count = self.entry().detach_count(&header.scheduler);
             return Ran {
@@ -1110,7 +1125,8 @@ where
         let marker = crate::context::begin_poll(header_address(&self.header));
         // SAFETY: (the `with_stage` contract) we claimed the start and made
         // the state `RUNNING`; we give the stage up only in the
-        // transitions below, after this call.
+        // transitions below, or by handing on the re-queued token, after
+        // this call.
         let polled = unsafe { self.with_stage(poll) };
         let woke_itself = marker.end();
         let output = match polled {
@@ -1133,8 +1149,11 @@ where
                         drop_reference(self)
                     }
                     // Woken during the poll: the poller holds the
-                    // responsibility, and hands it back (no recursion).
-                    Park::Requeue => schedule(self.token(line), true),
+                    // responsibility, and hands it back (no recursion). The
+                    // word stays running, so the stage passes to the next
+                    // start by the token's hand-over (through the followup
+                    // and a channel, whose release and acquire order it).
+                    Park::Requeue => schedule(self.token(line, true), true),
                     // Aborted during the poll: the poller, still
                     // responsible, drops the future.
                     Park::Aborted => return self.finish_aborted(line),
@@ -1191,7 +1210,11 @@ where
     /// it unrun: claims the task as a start would, and cancels it; a stale
     /// token only gives back its own count.
     fn cancel_token(&self, line: Line, entry: Entry<'_>) {
-        let reason = match self.header.state.start(line, entry.started()) {
+        let reason = match self
+            .header
+            .state
+            .start(line, entry.started(), entry.requeued())
+        {
             Start::Stale => {
                 // (Counted as a token that left its queue: see
                 // `core::meters`, "What `queued` is".)
@@ -1229,28 +1252,32 @@ where
     /// The token for the task in `line`, made by the party responsible
     /// for it (the poller, or a waker, aborter or close's sweep that
     /// claimed it): the cell itself in line 0, else a [`Moved`] wrapper
-    /// that takes the line's fields over.
+    /// that takes the line's fields over. `requeued`: made by a poll's end
+    /// that re-queues the task and left the word running (the mark, see
+    /// [`YIELDED`]; in a yield loop the cell's own entry keeps it, and
+    /// this writes nothing).
     #[inline]
-    fn token(self: Arc<Self>, line: Line) -> RunningTask {
+    fn token(self: Arc<Self>, line: Line, requeued: bool) -> RunningTask {
+        let mark = if requeued { YIELDED } else { UNSET };
         if line == FIRST_LINE {
+            self.header.own().update(YIELDED, mark);
             RunningTask::new(self)
         } else {
-            self.moved_token(line)
+            self.moved_token(line, mark)
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn moved_token(self: Arc<Self>, line: Line) -> RunningTask {
+    fn moved_token(self: Arc<Self>, line: Line, mark: u8) -> RunningTask {
         let moved = self.header.moved();
         let from = moved.from();
-        let bits = STARTED
-            | if moved.swap_counted(false) {
-                COUNTED
-            } else {
-                UNSET
-            };
-        Moved::token(self, line, from, bits)
+        let counted = if moved.swap_counted(false) {
+            COUNTED
+        } else {
+            UNSET
+        };
+        Moved::token(self, line, from, STARTED | counted | mark)
     }
 
     /// The channel the task is queued in, if it is queued and was never
@@ -1309,7 +1336,7 @@ where
         };
         // Claimed: we are responsible, and the line's entry is ours to read.
         let counted = self.header.line_entry(line).counted();
-        let token = self.clone().token(line);
+        let token = self.clone().token(line, false);
         if !counted {
             token.set_cancel_reason(Some(CancelReason::PoolClosed));
             return drop(token);
@@ -1324,8 +1351,8 @@ where
         }
     }
 
-    /// The poller (`RUNNING`, or `SCHEDULED` after an abort at the end of
-    /// a poll) drops the aborted future and completes the task.
+    /// The poller (`RUNNING`, with `SCHEDULED+ABORTED` after an abort
+    /// during the poll) drops the aborted future and completes the task.
     #[cold]
     fn finish_aborted(self: Arc<Self>, line: Line) -> RunOutcome {
         // SAFETY: (the `with_stage` contract) the caller is the poller,
@@ -1419,7 +1446,7 @@ where
         if let AbortOutcome::Claimed(line) = self.header.state.abort() {
             // Claimed as a wake would: the pool drops the future when it
             // runs the token (or at once, if the pool is gone).
-            schedule(self.token(line), false);
+            schedule(self.token(line, false), false);
         }
     }
 
@@ -1509,7 +1536,7 @@ where
     /// `claim_by_wake`).
     fn wake_by_ref(arc_self: &Arc<Self>) {
         if let Some(line) = arc_self.claim_by_wake() {
-            schedule(arc_self.clone().token(line), false);
+            schedule(arc_self.clone().token(line, false), false);
         }
     }
 
@@ -1521,7 +1548,7 @@ where
     /// claims nothing lets the reference go.
     fn wake(self: Arc<Self>) {
         if let Some(line) = self.claim_by_wake() {
-            schedule(self.token(line), false);
+            schedule(self.token(line, false), false);
         }
     }
 }

@@ -524,7 +524,9 @@ impl std::error::Error for JoinError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MoveError {
-    /// The task is being polled: it is in no queue.
+    /// The task is being polled (it is in no queue), or its last poll,
+    /// woken during it, re-queued it and it has not started since (it has
+    /// started: see `Started`).
     Running,
     /// The task waits for a wake-up: it is in no queue.
     Parked,
@@ -532,9 +534,9 @@ pub enum MoveError {
     Finished,
     /// An abort was asked: the task is dropped wherever it is.
     Aborted,
-    /// The task was polled already (it is queued again after a wake-up, or
-    /// about to be), or is a blocking task: only a task that has not
-    /// started moves.
+    /// The task was polled already (it is queued again after a wake-up
+    /// while it was parked, or about to be), or is a blocking task: only a
+    /// task that has not started moves.
     Started,
     /// The task moved more times than its state word counts (2^59 on a
     /// 64-bit target).
@@ -550,7 +552,7 @@ pub enum MoveError {
 impl fmt::Display for MoveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            MoveError::Running => "the task is running",
+            MoveError::Running => "the task is running (or re-queued by its last poll)",
             MoveError::Parked => "the task is parked, waiting for a wake-up",
             MoveError::Finished => "the task has finished",
             MoveError::Aborted => "the task was aborted",

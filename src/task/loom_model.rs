@@ -43,7 +43,12 @@ impl Schedule for Recorder {
     fn dispose(&self, cell: Arc<dyn Send + Sync>) {
         drop(cell);
     }
-    fn schedule(&self, task: RunningTask, _woken_while_running: bool) {
+    /// Records the hand-over as the pool's followup and channel do, then
+    /// queues the token.
+    fn schedule(&self, task: RunningTask, woken_while_running: bool) {
+        assert_eq!(woken_while_running, task.is_requeued());
+        task.to_followup();
+        task.enter_channel(0);
         lock(&self.queued).push(task);
     }
     fn release_counted(&self) {
@@ -358,6 +363,141 @@ fn yield_racing_a_wake() {
     });
 }
 
+/// A task that yields in its first two polls, the third on another
+/// thread, with an opener's wake racing the end of the second poll, the
+/// token's hand-over and the third poll: a yielding poll's end writes
+/// nothing (the word stays running), so the stage (an unlocked cell,
+/// checked by loom) passes to the third poller through the queue alone.
+/// The wake is not lost, the re-queued token is never stale, and the task
+/// completes once.
+#[test]
+fn yield_hands_the_stage_over_through_the_queue() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_yielding_task(1, 2);
+        // The first poll registers the waker the opener will hold.
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let task = lock(&recorder.queued).pop().expect("a yield re-queues");
+        let handed = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (recorder, signals) = (recorder.clone(), signals.clone());
+            let handed = handed.clone();
+            loom::thread::spawn(move || {
+                while !handed.load(Ordering::Relaxed) {
+                    loom::thread::yield_now();
+                }
+                drive(&recorder, &signals, 1)
+            })
+        };
+        let opener = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        assert_eq!(lock(&recorder.queued).len(), 1, "a yield re-queues once");
+        handed.store(true, Ordering::Relaxed);
+        let runs = worker.join().unwrap();
+        assert!(runs <= 2, "more polls than the opener's wake and one");
+        opener.join().unwrap();
+        assert!(
+            lock(&recorder.queued).is_empty(),
+            "re-queued after completion"
+        );
+        assert_eq!(
+            signals.drops.load(Ordering::SeqCst),
+            1,
+            "future dropped once"
+        );
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+    });
+}
+
+/// A poll woken from another thread while it runs: its end's CAS fails,
+/// the word stays `RUNNING+SCHEDULED`, and the task is re-queued and
+/// polled next on another thread, the stage passing through the queue
+/// alone (two openers: the first wake claims the parked task, the second
+/// races the second poll; or both come before, and that poll completes).
+#[test]
+fn wake_during_a_poll_hands_the_stage_over_through_the_queue() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_task(2);
+        // The first poll registers the waker the openers will hold.
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        open(&signals);
+        let token = lock(&recorder.queued).pop().expect("woken once");
+        // 0 until the second poll ends, then 1 (it did not complete) or 2:
+        // relaxed, so that only the queue orders the stage.
+        let second = Arc::new(AtomicUsize::new(0));
+        let worker = {
+            let (recorder, signals, second) = (recorder.clone(), signals.clone(), second.clone());
+            loom::thread::spawn(move || loop {
+                match second.load(Ordering::Relaxed) {
+                    0 => loom::thread::yield_now(),
+                    1 => return drop(drive(&recorder, &signals, 2)),
+                    _ => return,
+                }
+            })
+        };
+        let opener = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        let finished = token.run().finished();
+        second.store(if finished { 2 } else { 1 }, Ordering::Relaxed);
+        worker.join().unwrap();
+        opener.join().unwrap();
+        assert!(
+            lock(&recorder.queued).is_empty(),
+            "re-queued after completion"
+        );
+        assert_eq!(
+            signals.drops.load(Ordering::SeqCst),
+            1,
+            "future dropped once"
+        );
+        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+    });
+}
+
+/// A yield's re-queued token, dropped on another thread (a channel that
+/// drops it) while an abort races the poll, the hand-over and the drop:
+/// the drop claims the running word and cancels the task; the future is
+/// dropped once, on whichever side, and the joiner learns it was
+/// cancelled.
+#[test]
+fn a_requeued_token_dropped_elsewhere_cancels_once() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_yielding_task(1, 1);
+        let ran = Arc::new(AtomicBool::new(false));
+        let dropper = {
+            let (recorder, ran) = (recorder.clone(), ran.clone());
+            loom::thread::spawn(move || loop {
+                // (The flag first: once it is set, the queue has whatever
+                // the poll re-queued; nothing, if the abort came first.)
+                let last = ran.load(Ordering::Acquire);
+                let token = lock(&recorder.queued).pop();
+                if let Some(token) = token {
+                    return drop(token);
+                }
+                if last {
+                    return;
+                }
+                loom::thread::yield_now();
+            })
+        };
+        let aborter = spawn_aborter(&join);
+        let outcome = task.run();
+        assert!(matches!(outcome, RunOutcome::Pending | RunOutcome::Aborted));
+        ran.store(true, Ordering::Release);
+        dropper.join().unwrap();
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "nothing queued");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        assert!(futures::executor::block_on(join)
+            .unwrap_err()
+            .is_cancelled());
+    });
+}
+
 #[test]
 fn dropped_token_cancels_once() {
     loom::model(|| {
@@ -479,8 +619,9 @@ fn abort_racing_a_wake() {
 }
 
 /// An abort racing a poll that yields: the yield is recorded in the
-/// polling thread's context, and the poll's end swaps the word, which
-/// drops the flag from the word but not from the poller's answer.
+/// polling thread's context, and the poll's end leaves the word as it is:
+/// an abort during the poll is found by the re-queued token's start, one
+/// after it by that start or by the next poll's end.
 #[test]
 fn abort_racing_a_yield() {
     loom::model(|| {
@@ -869,11 +1010,12 @@ fn new_moved_while_polled() -> (
 }
 
 /// A move racing the end of a yielding poll and an abort (the poll's end
-/// may leave a `SCHEDULED` with no token, and the poller then drops the
-/// future): the move, made during the poll, finds the task started,
-/// running or aborted and claims nothing; the future is dropped once. (It
-/// claimed that token-less `SCHEDULED` before moves needed a task not
-/// started: two parties then held the stage.)
+/// leaves the word running and re-queues the task; the re-queued token's
+/// start finds the abort and drops the future): the move, made during the
+/// poll or after it, finds the task running or aborted and claims nothing;
+/// the future is dropped once. (A poll's end that left a token-less
+/// `SCHEDULED`, as it once did, was claimed by a move before moves needed
+/// a task not started: two parties then held the stage.)
 #[test]
 fn move_racing_an_aborted_yield() {
     loom::model(|| {

@@ -29,8 +29,10 @@
 //! |---------------------|------------------------------------------------|
 //! | `IDLE`              | nobody: parked, waiting for a wake-up          |
 //! | `SCHEDULED`         | the token's holder (a queue, a followup call)  |
-//! | `RUNNING`           | the worker polling it                          |
-//! | `RUNNING+SCHEDULED` | the same worker, woken meanwhile: it re-queues |
+//! | `RUNNING`           | the worker polling it; once that poll, woken   |
+//! |                     | during it, re-queued the task: the token's     |
+//! |                     | holder (see "Re-queued running" below)         |
+//! | `RUNNING+SCHEDULED` | the same: woken meanwhile                      |
 //! | `COMPLETE`          | nobody: the future is gone                     |
 //!
 //! An `ABORTED` flag rides on `SCHEDULED` (alone or with `RUNNING`): an
@@ -38,29 +40,63 @@
 //! polling it again (see "Abort" below).
 //!
 //! Transitions, each one atomic read-modify-write of the word (a self-wake
-//! alone writes only a thread-local, below):
+//! alone writes only a thread-local, and a poll that re-queues its task
+//! writes nothing, below):
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
 //! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed;
-//!   the first start also sets `STARTED`, see "Moves");
-//! * poll returned `Pending`: one subtraction of `RUNNING` takes `RUNNING →
-//!   IDLE` (responsibility given up), or, if a wake came during the poll,
-//!   `RUNNING+SCHEDULED → SCHEDULED`, and the worker re-creates the token and
-//!   hands it to followup: no recursion, so a future that wakes itself a
-//!   million times completes;
+//!   the first start also sets `STARTED`, see "Moves"); the same start
+//!   takes a word left running by a re-queue (below) to plain `RUNNING`;
+//! * poll returned `Pending`: one CAS takes `RUNNING → IDLE`
+//!   (responsibility given up); if a wake came during the poll the CAS
+//!   fails on `RUNNING+SCHEDULED`, the word stays so, and the worker
+//!   re-creates the token and hands it to followup ("Re-queued running"):
+//!   no recursion, so a future that wakes itself a million times
+//!   completes;
 //! * wake: `IDLE → SCHEDULED` (the waker now holds responsibility: it makes
 //!   the token and hands it to the behavior's followup), `RUNNING →
 //!   RUNNING+SCHEDULED`; in any other state a wake changes nothing;
 //! * a wake *on the polling thread during the task's own poll* (a yield)
 //!   does not touch the word: the thread's context records it (the marker
 //!   names the innermost task being polled there, saved and restored
-//!   around nested polls), and the poll's end, with `Pending`, takes
-//!   `RUNNING` or `RUNNING+SCHEDULED` to `SCHEDULED` with one swap and
-//!   re-queues. The wake is sequenced before the poll's end on one thread,
-//!   so nothing needs publishing; wakes from elsewhere during that poll
-//!   still set `SCHEDULED`, and the swap acquires them;
+//!   around nested polls), and the poll's end, with `Pending`, re-queues
+//!   the task without touching the word either. The wake is sequenced
+//!   before the poll's end on one thread, so nothing needs publishing;
+//!   wakes from elsewhere during that poll still set `SCHEDULED`, and the
+//!   next start acquires them;
 //! * poll returned `Ready` or panicked, or the token was dropped:
 //!   `→ COMPLETE`, then the joiner is woken.
+//!
+//! # Re-queued running
+//!
+//! A poll that ends woken (by itself, or by a wake from elsewhere that its
+//! CAS found) leaves the word `RUNNING(+SCHEDULED)` and hands a token to
+//! the followup: the word does not say whether the poll is over. The token
+//! does. The poll's end marks the token it makes (the *re-queue mark*, in
+//! the token's entry; every other token is made unmarked), and no token of
+//! a line exists while a poll in that line runs (the start consumed the
+//! last one, and only the poll's end makes the next). So a marked token
+//! that finds its line `RUNNING` was made by the poll that ended, and is
+//! the live one: its start claims the word as it finds it, like a
+//! `SCHEDULED` one; an unmarked token never takes a running word. Until
+//! that start the task is queued but reads as running: a wake sets
+//! `SCHEDULED` (a poll is still to come, as the invariant below wants), an
+//! abort sets its flag for that start to find, a move is refused as for a
+//! running task (it has started anyway).
+//!
+//! What this saves is the read-modify-write of a yield's end: a yield is
+//! three locked instructions on x86 (the start's CAS, the channel's status
+//! fence, its queue's pop). What orders the stage then is the token's
+//! hand-over: the poller's last access to the stage is sequenced before it
+//! hands the token to the followup, and whoever starts (or drops) the
+//! token next received it through the followup and a channel. Every
+//! hand-over of an owned value to another thread in safe Rust carries a
+//! release and an acquire (a lock, a channel, an atomic pointer's
+//! publication), so the next poll happens after the last. The mark also
+//! lets the start's CAS expect the running word with nothing added: a
+//! wake that came meanwhile costs it a second CAS (so a poll woken from
+//! elsewhere costs three read-modify-writes, its end's failed CAS and
+//! two at its next start, where a self-woken one costs one).
 //!
 //! # Abort
 //!
@@ -77,11 +113,14 @@
 //!   as it starts (`start` returns it) and drops the future
 //!   unpolled; whoever drops the token cancels it as `Aborted`;
 //! * `RUNNING(+SCHEDULED) → RUNNING+SCHEDULED+ABORTED`: the poll in progress
-//!   ends; if it returned `Pending`, the poller still holds the task (as
-//!   after any wake: the word becomes `SCHEDULED`, with no token) and,
-//!   seeing the flag, drops the future instead of re-queueing it; if it
-//!   returned `Ready` or panicked, the task completes with its output or
-//!   its panic (the abort came too late);
+//!   ends; if it returned `Pending` without waking itself, the poller
+//!   still holds the task (as after any wake: its CAS fails, and no token
+//!   is made) and, seeing the flag, drops the future instead of
+//!   re-queueing it; if it woke itself, it re-queues the task without
+//!   looking, and the token's start finds the flag; if it returned `Ready`
+//!   or panicked, the task completes with its output or its panic (the
+//!   abort came too late). The same goes for a task re-queued running
+//!   (above): its start finds the flag;
 //! * with `ABORTED` already set, or `COMPLETE`: nothing.
 //!
 //! An aborted task completes with `JoinError::cancelled(Aborted)` and gives
@@ -114,22 +153,24 @@
 //!   token made and handed on (it was made with the task), or being made
 //!   by the move before, at once after its CAS: that wrapper is then
 //!   stale from birth, harmlessly (it writes only its own fields), and
-//!   that mover's `Ok` says only that it queued its token. A started task's `SCHEDULED` may have
-//!   no token yet (a waker or a poller about to make it, a poll that ended
-//!   aborted): a move there would race its maker for the line's fields.
+//!   that mover's `Ok` says only that it queued its token. A started
+//!   task's `SCHEDULED` may have no token yet (a waker or an aborter about
+//!   to make it): a move there would race its maker for the line's fields.
 //!   It also keeps the header's `moved` entry to one writer at a time: only
 //!   the start that succeeds in a moved line writes it first.
 //! * Every transition that *uses* a token is a claim of its line: starting
-//!   it (`SCHEDULED(+ABORTED)` in its line `→ RUNNING`) and cancelling it
-//!   (the same claim, then the drop). A token whose line is not the word's,
-//!   or that finds the word anything but `SCHEDULED`, is stale: its holder
-//!   drops it and touches nothing of the task but its own entry.
-//! * Transitions that *make* a token (a wake or an abort claiming a parked
-//!   task, a poll ending woken, close's sweep) keep the line (and
-//!   `STARTED`) and make the token for it. No other token of that line exists then (the last one
-//!   was consumed when the poll started, or none was made since the task
-//!   parked), so a line has at most one token, and tokens of older lines
-//!   are stale forever.
+//!   it (`SCHEDULED(+ABORTED)` in its line, or the word a re-queue left
+//!   running in it, `→ RUNNING`) and cancelling it (the same claim, then
+//!   the drop). A token whose line is not the word's, or that finds the
+//!   word neither `SCHEDULED` nor (for a token the re-queue marked)
+//!   `RUNNING`, is stale: its holder drops it and touches nothing of the
+//!   task but its own entry.
+//! * What *makes* a token (a wake or an abort claiming a parked task,
+//!   close's sweep, and a poll ending woken, which writes nothing) keeps
+//!   the line (and `STARTED`) and makes the token for it. No other token
+//!   of that line exists then (the last one was consumed when the poll
+//!   started, or none was made since the task parked), so a line has at
+//!   most one token, and tokens of older lines are stale forever.
 //! * A token's own fields (its `Entry`: the channel it is in or came from,
 //!   whether it counts towards close, its cancel reason, its yield mark)
 //!   live in the token: the cell's header for line 0, the wrapper for later
@@ -157,27 +198,29 @@
 //! # Invariants
 //!
 //! * At most one live token exists (one of the word's line, see "Moves"),
-//!   and only while the word is `SCHEDULED`
-//!   (with or without `ABORTED`; not `RUNNING+SCHEDULED`, where the poller
-//!   holds the task and makes the token when the poll ends): so one thread
-//!   at a time polls the task, and it is queued at most once. `SCHEDULED`
-//!   without a live token: for a moment, while the party that claimed it
-//!   (a waker, an aborter, close's sweep, a poll's end, a mover) makes
-//!   it; and after a poll that ends aborted, whose poller holds the task
-//!   until it completes it. Neither can be moved: only a task not started
-//!   moves, and a mover makes its token at once.
+//!   and only while the word is `SCHEDULED` (with or without `ABORTED`),
+//!   or once the poll that re-queued the task made it (the word left
+//!   running, see "Re-queued running"); never while a poll in its line
+//!   runs. So one thread at a time polls the task, and it is queued at
+//!   most once. `SCHEDULED` without a live token: for a moment, while the
+//!   party that claimed it (a waker, an aborter, close's sweep, a mover)
+//!   makes it. It cannot be moved: only a task not started moves, and a
+//!   mover makes its token at once.
 //! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
-//!   it; one that finds it `RUNNING` makes the worker re-queue it; one that
-//!   finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still to come) writes
-//!   the state back unchanged, a read-modify-write that publishes the waker's
-//!   memory to that coming poll, whose own transition acquires it. Without
+//!   it; one that finds it `RUNNING` sets `SCHEDULED`, which makes the
+//!   poller re-queue it (or, re-queued already, is acquired by its start);
+//!   one that finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still
+//!   to come) writes the state back unchanged, a read-modify-write that
+//!   publishes the waker's memory to that coming poll, whose own start
+//!   acquires it. Without
 //!   that write, a waker's store and the poller's read could miss each other
 //!   (store buffering) and the wake-up would be lost.
 //! * The stage is touched only by the token holder (poll, cancel) or the
 //!   poller that ended a poll aborted, after
 //!   `COMPLETE` by the joiner, and by whoever drops the last `Arc` (the cell
 //!   is freed with what the stage holds), each handing it on by a state
-//!   transition that orders their accesses. So it needs no lock: it is an
+//!   transition that orders their accesses (or, from a poll that
+//!   re-queued the task, by the token's hand-over: "Re-queued running"). So it needs no lock: it is an
 //!   `UnsafeCell`, accessed through one `unsafe fn` whose contract is this
 //!   rule (a mutex would cost two atomic operations a poll). Under loom
 //!   the cell is loom's,

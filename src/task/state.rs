@@ -6,13 +6,15 @@ use crate::sync::{AtomicUsize, Ordering};
 
 /// Parked: nobody is responsible until a wake claims it.
 const IDLE: usize = 0;
-/// A worker is polling it.
+/// A worker is polling it; or that poll, woken during it, ended and
+/// re-queued the task, whose token's start has not come yet (the parent
+/// module's "Re-queued running").
 const RUNNING: usize = 1;
-/// Alone: a token exists, the task is queued or about to be run. With `RUNNING`,
-/// it was woken during its poll, and the poller will re-queue it (the
-/// "woken" state of the module doc). One bit for both, so that ending a
-/// poll is one subtraction of `RUNNING`, or one swap to `SCHEDULED` after a
-/// self-wake (see `end_poll_pending`).
+/// Alone: a token exists, the task is queued or about to be run. With
+/// `RUNNING`: a wake came from another thread during the poll (the poll's
+/// end re-queues the task), or while it was queued running (its start
+/// acquires the wake). One bit for both: a wake adds it, whatever the
+/// task is doing.
 const SCHEDULED: usize = 2;
 /// Finished or cancelled; the future is gone. Final.
 const COMPLETE: usize = 4;
@@ -69,9 +71,9 @@ pub(crate) enum Abort {
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Start {
-    /// `SCHEDULED → RUNNING`: poll it.
+    /// `SCHEDULED`, or re-queued running, `→ RUNNING`: poll it.
     Poll,
-    /// `SCHEDULED+ABORTED → RUNNING`: drop the future instead.
+    /// The same, with `ABORTED`: drop the future instead.
     Aborted,
     /// The token is stale (see the parent module's "Moves"): another token
     /// took the task over; drop this one, touching nothing but its entry.
@@ -84,11 +86,13 @@ pub(crate) enum Start {
 pub(crate) enum Park {
     /// `RUNNING → IDLE`: responsibility given up.
     Parked,
-    /// `RUNNING+SCHEDULED → SCHEDULED` (or `RUNNING → SCHEDULED` after a
-    /// self-wake): woken during the poll; re-queue it.
+    /// Woken during the poll (by itself, or by a wake from elsewhere that
+    /// left `RUNNING+SCHEDULED`): the word stays running, and the poller
+    /// re-queues the task with a token made `requeued` (see `start`).
     Requeue,
-    /// Aborted during the poll: `→ SCHEDULED`; the poller, still
-    /// responsible, drops the future.
+    /// Aborted during the poll (and not woken by itself): the word stays
+    /// `RUNNING+SCHEDULED+ABORTED`; the poller, still responsible, drops
+    /// the future and completes the task.
     Aborted,
 }
 
@@ -142,8 +146,10 @@ impl State {
                 ),
                 COMPLETE => return Abort::Done,
                 aborted if aborted & ABORTED != 0 => return Abort::Done,
-                // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a poll, or the
-                // end of one, is still to come, and finds the flag.
+                // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a start, or the
+                // end of the poll in progress, is still to come, and finds
+                // the flag (a poll that woke itself leaves it to the start
+                // of its re-queued token).
                 _ => (current | SCHEDULED | ABORTED, Abort::Done),
             };
             match self
@@ -157,15 +163,24 @@ impl State {
     }
 
     /// The holder of a token of `line` starts the task (or claims it to
-    /// cancel it): `SCHEDULED(+ABORTED) → RUNNING+STARTED`, in that line,
-    /// else the token is stale. `started`: whether the task had started
-    /// when the token was made (a hint, carried by the token: it makes the
-    /// fast path one CAS; a wrong hint costs a second). Acquire pairs with
-    /// the release of every wake (and abort, and move) that came while the
-    /// task was scheduled.
+    /// cancel it): the word, in that line, `SCHEDULED(+ABORTED)` (queued)
+    /// `→ RUNNING+STARTED`; and, for a token `requeued` (made by a poll's
+    /// end that re-queued the task and left the word running: see
+    /// `end_poll_pending`), the word `RUNNING(+SCHEDULED)(+ABORTED)` in that
+    /// line likewise. In any other word the token is stale. `started` (the
+    /// task had started when the token was made) and `requeued` are carried
+    /// by the token; they make the fast path one CAS, expecting the word
+    /// with no wake or abort since: a wake meanwhile costs a second. Acquire
+    /// pairs with the release of every wake (and abort, and move) that came
+    /// since the word's last start.
     #[inline]
-    pub(crate) fn start(&self, line: Line, started: bool) -> Start {
-        let mut expected = line | SCHEDULED | if started { STARTED } else { 0 };
+    pub(crate) fn start(&self, line: Line, started: bool, requeued: bool) -> Start {
+        debug_assert!(started || !requeued, "a re-queued task had started");
+        let mut expected = if requeued {
+            line | STARTED | RUNNING
+        } else {
+            line | SCHEDULED | if started { STARTED } else { 0 }
+        };
         loop {
             match self.0.compare_exchange(
                 expected,
@@ -175,12 +190,11 @@ impl State {
             ) {
                 Ok(_) if expected & ABORTED == 0 => return Start::Poll,
                 Ok(_) => return Start::Aborted,
-                // An abort came first, or the hint was wrong: this token's
-                // line is scheduled all the same; claim it as it is.
-                Err(actual) if actual & !(ABORTED | STARTED) == line | SCHEDULED => {
-                    expected = actual
-                }
-                // Another line, or not scheduled: another token took over.
+                // A wake or an abort came first, or a hint was wrong: this
+                // token's line is the task's all the same; claim it as it is.
+                Err(actual) if claimable(actual, line, requeued) => expected = actual,
+                // Another line, or neither scheduled nor left running:
+                // another token took over.
                 Err(_) => return Start::Stale,
             }
         }
@@ -195,9 +209,9 @@ impl State {
             let line = current & !STATE;
             match current & KIND {
                 COMPLETE => return Err(MoveError::Finished),
+                kind if kind & ABORTED != 0 => return Err(MoveError::Aborted),
                 kind if kind & RUNNING != 0 => return Err(MoveError::Running),
                 IDLE => return Err(MoveError::Parked),
-                kind if kind & ABORTED != 0 => return Err(MoveError::Aborted),
                 _ if current & STARTED != 0 => return Err(MoveError::Started),
                 _ => {}
             }
@@ -227,43 +241,44 @@ impl State {
         self.0.load(Ordering::Relaxed) == line | SCHEDULED
     }
 
-    /// The poll returned `Pending`: one read-modify-write either way, since
-    /// only wakers write concurrently and they only add `SCHEDULED` (or
-    /// write the word back unchanged). `RUNNING → IDLE` gives responsibility
-    /// up; `RUNNING+SCHEDULED → SCHEDULED` keeps it for the re-queue.
-    /// Acquire pairs with the release of every wake during the poll (their
-    /// writes are earlier in the word's modification order); release
-    /// publishes the poll to the waker that will claim the parked task.
+    /// The poll returned `Pending`. `woke_itself`: the task woke itself
+    /// during the poll, on the polling thread, which recorded that in its
+    /// context instead of in the word (see `task::cell`): the word stays
+    /// `RUNNING(+SCHEDULED)(+ABORTED)`, not written at all, and the poller
+    /// re-queues the task with a token that finds it so (`start`). Wakes
+    /// and aborts from elsewhere meanwhile leave their marks for that
+    /// start, which acquires them.
     ///
-    /// `woke_itself`: the task woke itself during the poll, on the polling
-    /// thread, which recorded that in its context instead of in the word
-    /// (see `task::cell`): `RUNNING(+SCHEDULED) → SCHEDULED`, one swap,
-    /// which also acquires the wakes of other threads during the poll.
-    ///
-    /// An abort during the poll left `RUNNING+SCHEDULED+ABORTED`: the word
-    /// becomes `SCHEDULED` (with the flag, after the subtraction; without,
-    /// after the swap) and the poller, still responsible as the holder of
-    /// a scheduled task, is told to drop the future. (Started: no move can
-    /// claim that token-less `SCHEDULED`.)
+    /// Otherwise one CAS: `RUNNING → IDLE` gives responsibility up (release
+    /// publishes the poll to the waker that will claim the parked task).
+    /// It fails only if a wake or an abort came during the poll (only they
+    /// write concurrently, and only add `SCHEDULED`, `ABORTED`, or write the
+    /// word back unchanged): then the word stays as it is, and the poller,
+    /// still responsible, re-queues the task (left running, as after a
+    /// self-wake) or, aborted, drops the future and completes it.
     ///
     /// `line`: the task's line, which does not change while it runs (a
-    /// move needs it queued): the swap writes it back.
+    /// move needs it queued and not started).
     #[inline]
     pub(crate) fn end_poll_pending(&self, woke_itself: bool, line: Line) -> Park {
-        let old = if woke_itself {
-            self.0.swap(line | STARTED | SCHEDULED, Ordering::AcqRel)
-        } else {
-            self.0.fetch_sub(RUNNING, Ordering::AcqRel)
-        };
-        debug_assert!(
-            old & RUNNING != 0 && old & !(RUNNING | SCHEDULED | ABORTED) == line | STARTED
-        );
-        if old & ABORTED != 0 {
-            Park::Aborted
-        } else if woke_itself || old & SCHEDULED != 0 {
-            Park::Requeue
-        } else {
-            Park::Parked
+        if woke_itself {
+            return Park::Requeue;
+        }
+        match self.0.compare_exchange(
+            line | STARTED | RUNNING,
+            line | STARTED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Park::Parked,
+            Err(actual) => {
+                debug_assert_eq!(actual & !(SCHEDULED | ABORTED), line | STARTED | RUNNING);
+                if actual & ABORTED != 0 {
+                    Park::Aborted
+                } else {
+                    Park::Requeue
+                }
+            }
         }
     }
 
@@ -279,6 +294,23 @@ impl State {
     }
 }
 
+/// Whether a token of `line` finds the task its own in `word`: scheduled
+/// in that line, or, for a token made by a poll's re-queue (`requeued`),
+/// left running in it. No token of a line exists while a poll in that
+/// line runs (see the parent module's invariants), and only the poll's
+/// end marks a token `requeued`: an unmarked token never takes a running
+/// word. `COMPLETE` is neither.
+#[inline]
+fn claimable(word: usize, line: Line, requeued: bool) -> bool {
+    let running = word & RUNNING != 0;
+    word & !STATE == line
+        && if running {
+            requeued
+        } else {
+            word & SCHEDULED != 0
+        }
+}
+
 #[cfg(all(test, not(loom)))]
 mod test {
     use super::*;
@@ -287,11 +319,11 @@ mod test {
     fn transitions() {
         let s = State::new_scheduled();
         assert_eq!(s.wake(), Wake::Pending, "already scheduled");
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
         assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
         assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, true, false), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(
@@ -299,20 +331,36 @@ mod test {
             Park::Requeue,
             "woken during poll"
         );
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.wake(), Wake::Pending, "re-queued: left running");
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
         assert_eq!(
             s.end_poll_pending(true, FIRST_LINE),
             Park::Requeue,
             "woke itself"
         );
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
         assert_eq!(s.wake(), Wake::Pending);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue, "both");
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
+        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
+        assert_eq!(
+            s.start(FIRST_LINE, true, false),
+            Start::Stale,
+            "an unmarked token never takes a running word"
+        );
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
+        assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
+        assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
+        assert_eq!(
+            s.start(FIRST_LINE, true, true),
+            Start::Poll,
+            "a stale yield mark: two CASes"
+        );
         s.complete();
         assert!(s.is_complete());
         assert_eq!(s.wake(), Wake::Complete);
         assert_eq!(s.abort(), Abort::Done, "complete: nothing to abort");
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Stale);
     }
 
     #[test]
@@ -322,27 +370,43 @@ mod test {
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.abort(), Abort::Done, "twice");
         assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.start(FIRST_LINE, false), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Aborted);
 
         // Parked: the aborter claims it, once.
         let s = State::new_scheduled();
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
         assert_eq!(s.abort(), Abort::Claimed(FIRST_LINE));
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.wake(), Wake::Pending, "claimed already");
-        assert_eq!(s.start(FIRST_LINE, false), Start::Aborted);
+        assert_eq!(s.start(FIRST_LINE, true, false), Start::Aborted);
 
-        // Running: the poll's end finds it, after a self-wake or not.
-        for woke_itself in [false, true] {
-            let s = State::new_scheduled();
-            assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
-            assert_eq!(s.abort(), Abort::Done);
-            assert_eq!(s.wake(), Wake::Pending);
-            assert_eq!(s.end_poll_pending(woke_itself, FIRST_LINE), Park::Aborted);
-            s.complete();
-            assert_eq!(s.abort(), Abort::Done);
-        }
+        // Running: the poll's end finds it.
+        let s = State::new_scheduled();
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Aborted);
+        assert_eq!(s.move_line(), Err(MoveError::Aborted), "not movable");
+        s.complete();
+        assert_eq!(s.abort(), Abort::Done);
+
+        // Running, and woken by itself: the poll's end does not look; the
+        // re-queued token's start finds it.
+        let s = State::new_scheduled();
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
+        assert_eq!(s.abort(), Abort::Done, "twice");
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Aborted);
+        s.complete();
+
+        // Re-queued by a self-wake, then aborted in the queue.
+        let s = State::new_scheduled();
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
+        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
+        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.start(FIRST_LINE, true, true), Start::Aborted);
     }
 
     #[test]
@@ -350,51 +414,61 @@ mod test {
         let s = State::new_scheduled();
         let line = s.move_line().expect("queued: moved");
         assert_ne!(line, FIRST_LINE);
-        assert_eq!(s.start(FIRST_LINE, false), Start::Stale, "the old token");
+        assert_eq!(
+            s.start(FIRST_LINE, false, false),
+            Start::Stale,
+            "the old token"
+        );
         let newer = s.move_line().expect("moved again");
-        assert_eq!(s.start(line, false), Start::Stale, "the first move's token");
+        assert_eq!(
+            s.start(line, false, false),
+            Start::Stale,
+            "the first move's token"
+        );
         assert_eq!(s.wake(), Wake::Pending, "queued: a wake keeps the line");
         assert!(s.is_queued_in(newer));
-        assert_eq!(s.start(newer, true), Start::Poll, "a wrong hint: two CASes");
+        assert_eq!(
+            s.start(newer, true, false),
+            Start::Poll,
+            "a wrong hint: two CASes"
+        );
         assert_eq!(s.move_line(), Err(MoveError::Running));
         assert!(!s.is_queued_in(newer));
         assert_eq!(s.end_poll_pending(true, newer), Park::Requeue);
         assert_eq!(
             s.move_line(),
-            Err(MoveError::Started),
-            "no token yet, or queued: started"
+            Err(MoveError::Running),
+            "re-queued by its own poll: still marked running"
         );
         assert!(!s.is_queued_in(newer), "started: not a boost's to move");
-        assert_eq!(s.start(newer, true), Start::Poll, "the line's next token");
+        assert_eq!(s.start(line, true, true), Start::Stale, "an older line");
+        assert_eq!(
+            s.start(newer, true, true),
+            Start::Poll,
+            "the line's next token"
+        );
         assert_eq!(s.end_poll_pending(false, newer), Park::Parked);
         assert_eq!(s.move_line(), Err(MoveError::Parked));
+        assert_eq!(s.start(newer, true, true), Start::Stale, "parked: no token");
         assert_eq!(s.wake(), Wake::Claimed(newer));
         assert_eq!(s.move_line(), Err(MoveError::Started));
         assert_eq!(s.abort(), Abort::Done);
         assert_eq!(s.move_line(), Err(MoveError::Aborted));
-        assert_eq!(s.start(line, true), Start::Stale);
-        assert_eq!(s.start(newer, true), Start::Aborted);
+        assert_eq!(s.start(line, true, false), Start::Stale);
+        assert_eq!(s.start(newer, true, false), Start::Aborted);
         s.complete();
         assert_eq!(s.move_line(), Err(MoveError::Finished));
         assert_eq!(
-            s.start(newer, true),
+            s.start(newer, true, false),
             Start::Stale,
             "complete: every token is stale"
         );
         assert!(s.is_complete());
 
-        // An abort at the end of a yielding poll leaves a token-less
-        // `SCHEDULED`: not movable.
-        let s = State::new_scheduled();
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
-        assert_eq!(s.abort(), Abort::Done);
-        assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Aborted);
-        assert_eq!(s.move_line(), Err(MoveError::Started));
-
         // A blocking task never moves.
         let s = State::new_unmovable();
         assert_eq!(s.move_line(), Err(MoveError::Started));
-        assert_eq!(s.start(FIRST_LINE, false), Start::Poll);
+        assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
 
         // The counter does not wrap.
         let s = State(AtomicUsize::new((usize::MAX & !STATE) | SCHEDULED));
