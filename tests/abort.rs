@@ -138,7 +138,8 @@ fn a_yielding_task_aborted_in_its_queue_is_not_polled_again() {
     let handle = owned.pool.work.exec(futures::future::poll_fn(move |cx| {
         let _keep = &token;
         if p.fetch_add(1, Ordering::SeqCst) == 0 {
-            // First poll: queue the aborter behind this task's re-queue.
+            // First poll: submit the aborter (on the worker, to its LIFO
+            // slot: it runs before this task's re-queued token).
             r.wait();
             let abort = h.lock().unwrap().take().unwrap();
             let (p, a) = (p.clone(), a.clone());

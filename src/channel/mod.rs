@@ -52,6 +52,12 @@ pub(crate) fn drain<C: Channel + ?Sized>(channel: &C, shared: &Shared) {
 /// A source of tasks for the pool. Implement it to add a prioritisation
 /// scheme of your own; use [`WorkQueue`](crate::WorkQueue) inside for a
 /// work-stealing FIFO, or any structure behind a lock.
+///
+/// A task handed from `push` to a `pop` on another thread must be handed
+/// over with release and acquire ordering, as every safe Rust structure
+/// (a lock, a channel, an atomic pointer's publication) does: the next
+/// poll of a task re-queued by its own poll relies on it. Only `unsafe`
+/// code can get this wrong.
 pub trait Channel: Send + Sync {
     /// Connects the channel to a pool; called once by `OwnedPool::new`.
     /// Keep the link (a [`LinkSlot`] does it) and return it from

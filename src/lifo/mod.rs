@@ -27,8 +27,9 @@
 //!   pool's lowest level put the task in the slot if the caller is a worker
 //!   thread of the task's pool, the slot is
 //!   empty, the pool has not terminated, and the worker is neither
-//!   re-queuing a task that woke itself (a yield goes through its channel,
-//!   to the worker's local queue) nor moving the slot's task out. The task
+//!   re-queuing a task woken during its own poll (a yield, or a wake from
+//!   elsewhere then: it goes through its channel, to the worker's local
+//!   queue) nor moving the slot's task out. The task
 //!   is accounted for close like any submission, but not pushed to its
 //!   channel: no status bit. Its filler announces it to the sleep protocol
 //!   as one job (`Sleep::slot_filled`), which wakes a sleeper only if no

@@ -117,8 +117,10 @@ impl Header {
 const COUNTED: u8 = 0x80;
 /// In an entry's bits: the token was made by a poll's end that re-queued
 /// the task, woken during its poll (a yield, most often), and left its
-/// state word running (the parent module's "Re-queued running"). Set or
-/// cleared by whoever makes a token ([`TaskCell::token`]). `State::start`
+/// state word running (the parent module's "Re-queued running"). Set by
+/// that poll's end, cleared by every other maker of a token of a running
+/// task ([`TaskCell::token`]); a token made with the task or by a move
+/// starts unmarked. `State::start`
 /// lets only such a token take a running word, and, as the token enters a
 /// channel, the mark keeps it out of the LIFO slot (see `lifo`).
 const YIELDED: u8 = 0x40;
@@ -560,7 +562,9 @@ impl<F: Future> Drop for TaskCell<F> {
 pub(crate) struct Entered {
     /// The task holds a count towards close.
     pub(crate) counted: bool,
-    /// The task comes from a yield (see [`Schedule::schedule`]).
+    /// The token was made by a poll's re-queue: the task woke itself
+    /// during the poll (a yield) or was woken from elsewhere then (see
+    /// [`Schedule::schedule`]).
     pub(crate) yielded: bool,
 }
 
@@ -1182,9 +1186,9 @@ where
             drop_output(output);
             None
         };
-        // SAFETY: (the `with_stage` contract) still the poller (`RUNNING` or
-        // `RUNNING+SCHEDULED`); `complete` below hands the stage to the
-        // joiner.
+        // SAFETY: (the `with_stage` contract) still the poller (`RUNNING`,
+        // with `SCHEDULED` and `ABORTED` if woken or aborted since);
+        // `complete` below hands the stage to the joiner.
         unsafe {
             self.with_stage(|mut stage| match finished {
                 Some(output) => stage.finish(output),

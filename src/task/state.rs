@@ -354,7 +354,7 @@ mod test {
         assert_eq!(
             s.start(FIRST_LINE, true, true),
             Start::Poll,
-            "a stale yield mark: two CASes"
+            "a mark on a scheduled word (never made: the code clears it): two CASes"
         );
         s.complete();
         assert!(s.is_complete());
