@@ -151,7 +151,7 @@ impl<T> Slot<T> {
     pub(crate) fn fill(&self, task: T) -> Result<(), T> {
         // Only this thread writes the word.
         let word = self.word.load(Ordering::Relaxed);
-        if word & FULL != 0 && self.claim.load(Ordering::Acquire) != (word & !FULL) | WON {
+        if word & FULL != 0 && !self.stolen(word) {
             return Err(task);
         }
         // SAFETY: the slot is empty, so no thread but this one, its owner,
@@ -206,11 +206,19 @@ impl<T> Slot<T> {
     /// The slot's state now, for a thief to compare with a later look.
     pub(crate) fn look(&self) -> Seen {
         let word = self.word.load(Ordering::Acquire);
-        if word & FULL != 0 && self.claim.load(Ordering::Acquire) == (word & !FULL) | WON {
-            // Stolen, and its owner has not been back: empty.
+        if self.stolen(word) {
+            // Its owner has not been back: empty.
             return Seen(word & !FULL);
         }
         Seen(word)
+    }
+
+    /// Whether the fill that the owner's `word` names is full and a thief
+    /// won it: then the cell is empty. `Acquire`: the winner stored `WON`
+    /// after it moved the task out.
+    #[inline]
+    fn stolen(&self, word: usize) -> bool {
+        word & FULL != 0 && self.claim.load(Ordering::Acquire) == (word & !FULL) | WON
     }
 
     /// Thief: takes the task if the slot still holds the one it held when

@@ -380,8 +380,7 @@ impl Sleep {
     /// worker with no sleeper of its own to hand on to posts the rest to
     /// the common domain instead.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
-        let domain = idle.domain;
-        let worker = idle.worker;
+        let (domain, worker, sees_fills) = (idle.domain, idle.worker, idle.sees_fills);
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = domain.counters.sub_inactive();
         let last = after.awake_idle() == 0;
@@ -391,10 +390,7 @@ impl Sleep {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
             if !more_work() {
-                if !hand_off || reserved || !self.filled.load(Ordering::SeqCst) {
-                    // (A reserved worker's look sees no slots; and no fill
-                    // can have escaped it if none had ever happened, see
-                    // `before_fill`.)
+                if !hand_off || !self.may_miss_fills(sees_fills) {
                     return;
                 }
                 // Before concluding that nothing needs handing on, the
@@ -450,9 +446,8 @@ impl Sleep {
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
         let mut check = final_check();
-        // After the sleep fence: no fill can have escaped our check if none
-        // had ever happened (see `before_fill`).
-        let sees_fills = idle.sees_fills && self.filled.load(Ordering::SeqCst);
+        // After the sleep fence.
+        let sees_fills = self.may_miss_fills(idle.sees_fills);
         let untimed = idle.slept_timed || !sees_fills;
         if check == Check::Sleep && idle.slept_timed && sees_fills {
             // Before an untimed sleep, the heavy side of the fill barrier:
@@ -565,6 +560,17 @@ impl Sleep {
             .chain(self.reserved.iter())
             .map(|d| d.counters.load().sleeping())
             .sum()
+    }
+
+    /// Whether a worker whose final check looks at other workers' slots
+    /// (`sees_fills`, its `IdleState`'s) could have missed a fill, so that
+    /// it must run the heavy side of the fill barrier before it concludes
+    /// there is nothing: only once some slot of the pool was ever filled
+    /// (see `before_fill`). Read after the caller's SeqCst fence (the sleep
+    /// fence, or `work_found`'s).
+    #[inline]
+    fn may_miss_fills(&self, sees_fills: bool) -> bool {
+        sees_fills && self.filled.load(Ordering::SeqCst)
     }
 
     /// A worker is about to fill its LIFO slot: the first time in the pool
