@@ -212,20 +212,15 @@ impl State {
             }
             inner.idle += 1;
             let deadline = Instant::now() + self.keep_alive;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if inner.promised > 0 {
-                    inner.promised -= 1;
-                    break;
-                }
-                if left.is_zero() {
-                    break;
-                }
-                inner = self
-                    .condvar
-                    .wait_timeout(inner, left)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+            // Until a submitter promises this thread a job, or the keep-alive
+            // time runs out; then it takes the promise, if one came.
+            inner = self
+                .condvar
+                .wait_timeout_while(inner, self.keep_alive, |inner| inner.promised == 0)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            if inner.promised > 0 {
+                inner.promised -= 1;
             }
             inner.idle -= 1;
             if inner.queue.is_empty() && Instant::now() >= deadline {

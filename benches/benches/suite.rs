@@ -124,7 +124,9 @@ impl Sizes {
             warm_up: pick(2, 1),
             reps: pick(15, 2),
             queued: pick(1_000_000, 10_000),
-            spin: std::env::var_os("SMARTPOOL_BENCH_SPIN").is_some(),
+            // Set and not "0".
+            spin: std::env::var_os("SMARTPOOL_BENCH_SPIN")
+                .is_some_and(|v| !v.is_empty() && v != "0"),
         }
     }
 }

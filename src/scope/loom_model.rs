@@ -37,6 +37,8 @@ impl World {
 
     /// A task's work: write its borrowed cell, then end.
     fn task(&self, i: usize) {
+        // SAFETY: task `i` alone writes cell `i`, and the body reads it only
+        // after the latch (loom checks that order).
         self.cells[i].with_mut(|cell| unsafe { *cell = 1 });
         self.latch.count_down();
     }
@@ -44,6 +46,8 @@ impl World {
     fn read_all(&self) -> u32 {
         self.cells
             .iter()
+            // SAFETY: read after the latch, which the writers counted down
+            // after their writes (loom checks that order).
             .map(|c| c.with(|cell| unsafe { *cell }))
             .sum()
     }

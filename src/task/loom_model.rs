@@ -432,7 +432,10 @@ fn wake_during_a_poll_hands_the_stage_over_through_the_queue() {
             loom::thread::spawn(move || loop {
                 match second.load(Ordering::Relaxed) {
                     0 => loom::thread::yield_now(),
-                    1 => return drop(drive(&recorder, &signals, 2)),
+                    1 => {
+                        drive(&recorder, &signals, 2);
+                        return;
+                    }
                     _ => return,
                 }
             })
@@ -964,7 +967,7 @@ struct MovedWhilePolled {
 
 impl Future for MovedWhilePolled {
     type Output = u32;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
         let Some(control) = lock(&self.control).take() else {
             return Poll::Ready(7);
         };
