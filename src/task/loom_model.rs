@@ -211,6 +211,21 @@ fn drive(recorder: &Recorder, signals: &Signals, openers: usize) -> usize {
     }
 }
 
+/// The task completed once: nothing is queued after it, its future was
+/// dropped once, and the joiner gets its output.
+fn assert_completed_once(recorder: &Recorder, signals: &Signals, join: JoinHandle<u32>) {
+    assert!(
+        lock(&recorder.queued).is_empty(),
+        "re-queued after completion"
+    );
+    assert_eq!(
+        signals.drops.load(Ordering::SeqCst),
+        1,
+        "future dropped once"
+    );
+    assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+}
+
 fn model(openers: usize) {
     loom::model(move || {
         let (recorder, signals, task, join) = new_task(openers);
@@ -229,16 +244,7 @@ fn model(openers: usize) {
         for t in threads {
             t.join().unwrap();
         }
-        assert!(
-            lock(&recorder.queued).is_empty(),
-            "re-queued after completion"
-        );
-        assert_eq!(
-            signals.drops.load(Ordering::SeqCst),
-            1,
-            "future dropped once"
-        );
-        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_completed_once(&recorder, &signals, join);
     });
 }
 
@@ -336,49 +342,30 @@ fn detached_task_racing_a_wake() {
 /// once, the opener's wake is not lost, and it completes once.
 #[test]
 fn yield_racing_a_wake() {
-    loom::model(|| {
-        let (recorder, signals, task, join) = new_yielding_task(1, 2);
-        // The first poll registers the waker and yields.
-        assert!(matches!(task.run(), RunOutcome::Pending));
-        let task = lock(&recorder.queued).pop().expect("a yield re-queues");
-        let opener = {
-            let signals = signals.clone();
-            loom::thread::spawn(move || open(&signals))
-        };
-        assert!(matches!(task.run(), RunOutcome::Pending));
-        assert_eq!(lock(&recorder.queued).len(), 1, "queued once");
-        let runs = drive(&recorder, &signals, 1);
-        assert!(runs <= 2, "more polls than the opener's wake and one");
-        opener.join().unwrap();
-        assert!(
-            lock(&recorder.queued).is_empty(),
-            "re-queued after completion"
-        );
-        assert_eq!(
-            signals.drops.load(Ordering::SeqCst),
-            1,
-            "future dropped once"
-        );
-        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
-    });
+    yields_then_a_wake(false);
 }
 
-/// A task that yields in its first two polls, the third on another
-/// thread, with an opener's wake racing the end of the second poll, the
-/// token's hand-over and the third poll: a yielding poll's end writes
-/// nothing (the word stays running), so the stage (an unlocked cell,
-/// checked by loom) passes to the third poller through the queue alone.
-/// The wake is not lost, the re-queued token is never stale, and the task
-/// completes once.
+/// The same, the third poll on another thread, so that the opener's wake
+/// races the end of the second poll, the token's hand-over and the third
+/// poll: a yielding poll's end writes nothing (the word stays running), so
+/// the stage (an unlocked cell, checked by loom) passes to the third
+/// poller through the queue alone. The re-queued token is never stale.
 #[test]
 fn yield_hands_the_stage_over_through_the_queue() {
-    loom::model(|| {
+    yields_then_a_wake(true);
+}
+
+/// The two models above: the third poll here, or `elsewhere`.
+fn yields_then_a_wake(elsewhere: bool) {
+    loom::model(move || {
         let (recorder, signals, task, join) = new_yielding_task(1, 2);
-        // The first poll registers the waker the opener will hold.
+        // The first poll registers the waker the opener will hold, and
+        // yields.
         assert!(matches!(task.run(), RunOutcome::Pending));
         let task = lock(&recorder.queued).pop().expect("a yield re-queues");
+        // Relaxed: only the queue orders the stage for the third poller.
         let handed = Arc::new(AtomicBool::new(false));
-        let worker = {
+        let worker = elsewhere.then(|| {
             let (recorder, signals) = (recorder.clone(), signals.clone());
             let handed = handed.clone();
             loom::thread::spawn(move || {
@@ -387,27 +374,23 @@ fn yield_hands_the_stage_over_through_the_queue() {
                 }
                 drive(&recorder, &signals, 1)
             })
-        };
+        });
         let opener = {
             let signals = signals.clone();
             loom::thread::spawn(move || open(&signals))
         };
         assert!(matches!(task.run(), RunOutcome::Pending));
         assert_eq!(lock(&recorder.queued).len(), 1, "a yield re-queues once");
-        handed.store(true, Ordering::Relaxed);
-        let runs = worker.join().unwrap();
+        let runs = match worker {
+            Some(worker) => {
+                handed.store(true, Ordering::Relaxed);
+                worker.join().unwrap()
+            }
+            None => drive(&recorder, &signals, 1),
+        };
         assert!(runs <= 2, "more polls than the opener's wake and one");
         opener.join().unwrap();
-        assert!(
-            lock(&recorder.queued).is_empty(),
-            "re-queued after completion"
-        );
-        assert_eq!(
-            signals.drops.load(Ordering::SeqCst),
-            1,
-            "future dropped once"
-        );
-        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_completed_once(&recorder, &signals, join);
     });
 }
 
@@ -448,16 +431,7 @@ fn wake_during_a_poll_hands_the_stage_over_through_the_queue() {
         second.store(if finished { 2 } else { 1 }, Ordering::Relaxed);
         worker.join().unwrap();
         opener.join().unwrap();
-        assert!(
-            lock(&recorder.queued).is_empty(),
-            "re-queued after completion"
-        );
-        assert_eq!(
-            signals.drops.load(Ordering::SeqCst),
-            1,
-            "future dropped once"
-        );
-        assert_eq!(futures::executor::block_on(join).unwrap(), 7);
+        assert_completed_once(&recorder, &signals, join);
     });
 }
 
