@@ -335,8 +335,8 @@ pub(super) fn enqueue<C: Channel + ?Sized>(
 ) {
     let shared = &link.shared;
     // A yield goes behind the queued work, not into the slot.
-    let yielded = shared.account(&task, link.index, new);
-    let lifo = lifo && !yielded && shared.channels[link.index].uses_slot;
+    let requeued = shared.account(&task, link.index, new);
+    let lifo = lifo && !requeued && shared.channels[link.index].uses_slot;
     let task = if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
         // if no other worker is awake and idle to steal it (see `lifo`).

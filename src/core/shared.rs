@@ -118,7 +118,7 @@ impl Shared {
     /// Close accounting for `task` entering channel `index` (which also
     /// records that dropping it now is the pool's or the channel's doing),
     /// and its count (`new`: a task just made, see `meters`). Returns
-    /// whether the task comes from a yield.
+    /// whether its own poll re-queued the task (woken during it: a yield).
     #[inline]
     pub(crate) fn account(&self, task: &RunningTask, index: usize, new: bool) -> bool {
         let stamp = self
@@ -140,7 +140,7 @@ impl Shared {
             (true, false) => task.release_count(),
             _ => {}
         }
-        entered.yielded
+        entered.requeued
     }
 
     /// A task was stored in channel `index`: mark its bit (the post fence),

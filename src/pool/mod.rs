@@ -275,13 +275,10 @@ impl<B: PoolBehavior> Pool<B> {
 }
 
 impl<B: PoolBehavior> Schedule for Pool<B> {
-    /// Every runnable-again task goes to the behavior's followup; a yield
-    /// is marked so that it enters its channel behind the queued work, not
-    /// the LIFO slot.
-    fn schedule(&self, task: RunningTask, woken_while_running: bool) {
-        // The token carries it (its re-queue mark: it keeps the task out
-        // of the LIFO slot as it enters a channel, see `lifo`).
-        debug_assert_eq!(woken_while_running, task.is_requeued());
+    /// Every runnable-again task goes to the behavior's followup; a yield's
+    /// token is marked (its re-queue mark), so that it enters its channel
+    /// behind the queued work, not the LIFO slot.
+    fn schedule(&self, task: RunningTask) {
         self.followup(task);
     }
 

@@ -123,7 +123,7 @@ const COUNTED: u8 = 0x80;
 /// starts unmarked. `State::start`
 /// lets only such a token take a running word, and, as the token enters a
 /// channel, the mark keeps it out of the LIFO slot (see `lifo`).
-const YIELDED: u8 = 0x40;
+const REQUEUED: u8 = 0x40;
 /// In an entry's bits: the task had started when the token was made (the
 /// hint `State::start` takes). Set for good in the cell's own entry by the
 /// first poll that returns `Pending`, in every token a started moved task
@@ -143,7 +143,7 @@ const UNSET: u8 = 0;
 
 /// A token's own fields (see the parent module's "Moves"), in one word: the
 /// channel it is in or was last taken from (the low [`CHANNEL_BITS`] bits),
-/// and its bits ([`COUNTED`], [`YIELDED`], [`STARTED`], [`OFF_CHANNEL`],
+/// and its bits ([`COUNTED`], [`REQUEUED`], [`STARTED`], [`OFF_CHANNEL`],
 /// [`CANCEL`]) in the high byte. One word rather than a word and a byte
 /// keeps the header at 48 bytes (BENCHMARKS.md, W10). Only the token's
 /// holder writes them (or, for the header's `moved` entry, the party
@@ -226,10 +226,10 @@ impl Entry<'_> {
         self.bits() & STARTED != 0
     }
 
-    /// The token's mark for `State::start` (see [`YIELDED`]).
+    /// The token's mark for `State::start` (see [`REQUEUED`]).
     #[inline]
     fn requeued(self) -> bool {
-        self.bits() & YIELDED != 0
+        self.bits() & REQUEUED != 0
     }
 
     #[inline]
@@ -345,9 +345,9 @@ fn give_back(pool: PoolRef) {
 /// The one way a task goes back to its pool (a wake that claimed it, or
 /// its own poll ending woken): [`Schedule::schedule`], or a drop if the
 /// pool is gone.
-fn schedule(task: RunningTask, woken_while_running: bool) {
+fn schedule(task: RunningTask) {
     let pool = PoolRef::of(&task.header().scheduler);
-    pool.with(move |pool| pool.schedule(task, woken_while_running));
+    pool.with(move |pool| pool.schedule(task));
 }
 
 /// How the polling marker (`crate::context::begin_poll`) names a task: by
@@ -564,8 +564,8 @@ pub(crate) struct Entered {
     pub(crate) counted: bool,
     /// The token was made by a poll's re-queue: the task woke itself
     /// during the poll (a yield) or was woken from elsewhere then (see
-    /// [`Schedule::schedule`]).
-    pub(crate) yielded: bool,
+    /// [`REQUEUED`]).
+    pub(crate) requeued: bool,
 }
 
 /// What running a task came to.
@@ -668,16 +668,17 @@ impl RunningTask {
     }
 
     /// Whether the token was made by a poll's end that re-queued its task,
-    /// woken during the poll (see [`YIELDED`]).
-    #[inline]
+    /// woken during the poll (see [`REQUEUED`]; the pool reads it as the
+    /// token enters a channel, `enter_channel`).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_requeued(&self) -> bool {
         self.task.entry().requeued()
     }
 
     /// The token enters channel `channel`: records it, and records that a
     /// drop now is the pool's or the channel's (one entry access). Returns
-    /// whether the task holds a count towards close, and whether it comes
-    /// from a yield (its re-queue mark, which stays for its start).
+    /// whether the task holds a count towards close, and its re-queue mark
+    /// (which stays for its start).
     #[inline]
     pub(crate) fn enter_channel(&self, channel: usize) -> Entered {
         let entry = self.task.entry();
@@ -685,7 +686,7 @@ impl RunningTask {
         let old = entry.update(CANCEL, UNSET);
         Entered {
             counted: old & COUNTED != 0,
-            yielded: old & YIELDED != 0,
+            requeued: old & REQUEUED != 0,
         }
     }
 
@@ -1157,7 +1158,7 @@ where
                     // word stays running, so the stage passes to the next
                     // start by the token's hand-over (through the followup
                     // and a channel, whose release and acquire order it).
-                    Park::Requeue => schedule(self.token(line, true), true),
+                    Park::Requeue => schedule(self.token(line, true)),
                     // Aborted during the poll: the poller, still
                     // responsible, drops the future.
                     Park::Aborted => return self.finish_aborted(line),
@@ -1258,13 +1259,13 @@ where
     /// claimed it): the cell itself in line 0, else a [`Moved`] wrapper
     /// that takes the line's fields over. `requeued`: made by a poll's end
     /// that re-queues the task and left the word running (the mark, see
-    /// [`YIELDED`]; in a yield loop the cell's own entry keeps it, and
+    /// [`REQUEUED`]; in a yield loop the cell's own entry keeps it, and
     /// this writes nothing).
     #[inline]
     fn token(self: Arc<Self>, line: Line, requeued: bool) -> RunningTask {
-        let mark = if requeued { YIELDED } else { UNSET };
+        let mark = if requeued { REQUEUED } else { UNSET };
         if line == FIRST_LINE {
-            self.header.own().update(YIELDED, mark);
+            self.header.own().update(REQUEUED, mark);
             RunningTask::new(self)
         } else {
             self.moved_token(line, mark)
@@ -1351,7 +1352,7 @@ where
             token.set_cancel_reason(Some(CancelReason::CloseTimedOut));
             drop(token);
         } else {
-            schedule(token, false);
+            schedule(token);
         }
     }
 
@@ -1450,7 +1451,7 @@ where
         if let AbortOutcome::Claimed(line) = self.header.state.abort() {
             // Claimed as a wake would: the pool drops the future when it
             // runs the token (or at once, if the pool is gone).
-            schedule(self.token(line, false), false);
+            schedule(self.token(line, false));
         }
     }
 
@@ -1540,7 +1541,7 @@ where
     /// `claim_by_wake`).
     fn wake_by_ref(arc_self: &Arc<Self>) {
         if let Some(line) = arc_self.claim_by_wake() {
-            schedule(arc_self.clone().token(line, false), false);
+            schedule(arc_self.clone().token(line, false));
         }
     }
 
@@ -1552,7 +1553,7 @@ where
     /// claims nothing lets the reference go.
     fn wake(self: Arc<Self>) {
         if let Some(line) = self.claim_by_wake() {
-            schedule(self.token(line, false), false);
+            schedule(self.token(line, false));
         }
     }
 }

@@ -45,8 +45,7 @@ impl Schedule for Recorder {
     }
     /// Records the hand-over as the pool's followup and channel do, then
     /// queues the token.
-    fn schedule(&self, task: RunningTask, woken_while_running: bool) {
-        assert_eq!(woken_while_running, task.is_requeued());
+    fn schedule(&self, task: RunningTask) {
         task.to_followup();
         task.enter_channel(0);
         lock(&self.queued).push(task);

@@ -172,7 +172,7 @@
 //!   started, or none was made since the task parked), so a line has at
 //!   most one token, and tokens of older lines are stale forever.
 //! * A token's own fields (its `Entry`: the channel it is in or came from,
-//!   whether it counts towards close, its cancel reason, its yield mark)
+//!   whether it counts towards close, its cancel reason, its re-queue mark)
 //!   live in the token: the cell's header for line 0, the wrapper for later
 //!   lines. A stale token in transit (a LIFO slot flushed into its channel,
 //!   a followup submitting it) writes only its own. Its count towards close
@@ -255,12 +255,14 @@ pub(crate) use scheduler_ref::SchedulerRef;
 /// the pool's own workers does not need to upgrade (see `cell::PoolRef`).
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// The one way back to the scheduler: a task is runnable again, and
-    /// `task` is the responsibility for it. `woken_while_running`: it was
-    /// woken during its own poll (a yield, or a wake that raced the poll),
-    /// which the pool queues behind other work; otherwise a parked task was
-    /// woken. (tokio's `schedule_task(task, is_yield)`, async-task's
-    /// `ScheduleInfo::woken_while_running`.)
-    fn schedule(&self, task: RunningTask, woken_while_running: bool);
+    /// `task` is the responsibility for it. Whether it was woken during its
+    /// own poll (a yield, or a wake that raced the poll), which the pool
+    /// queues behind other work, the token says: its re-queue mark, which
+    /// `RunningTask::enter_channel` reports as it enters a channel (tokio's
+    /// `schedule_task(task, is_yield)`, async-task's
+    /// `ScheduleInfo::woken_while_running`); otherwise a parked task was
+    /// woken.
+    fn schedule(&self, task: RunningTask);
     /// A task finished on one of the pool's workers (the calling thread)
     /// and left its cell with nothing in it but its memory, the worker's
     /// reference the only one: the pool frees it, now or later (see

@@ -24,8 +24,8 @@ impl Schedule for Recorder {
     fn dispose(&self, cell: Arc<dyn Send + Sync>) {
         drop(cell);
     }
-    fn schedule(&self, task: RunningTask, woken_while_running: bool) {
-        if woken_while_running {
+    fn schedule(&self, task: RunningTask) {
+        if task.is_requeued() {
             self.yields.fetch_add(1, Ordering::SeqCst);
         }
         self.queued.lock().unwrap().push(task);
