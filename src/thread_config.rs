@@ -153,7 +153,7 @@ impl ThreadConfig {
         if let Err(panic) = called {
             log::warn!(
                 "smartpool: worker {index}: the {what} hook panicked: {}; the worker goes on",
-                crate::task::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
         }
     }

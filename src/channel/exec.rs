@@ -407,7 +407,7 @@ fn push_panicked(shared: &crate::core::Shared, index: usize, panic: Box<dyn std:
     log::error!(
         "smartpool: channel {} panicked in push: {}",
         shared.channels[index].name,
-        crate::task::panic_message(&*panic)
+        crate::contain::panic_message(&*panic)
     );
 }
 

@@ -208,7 +208,7 @@ impl<B: PoolBehavior> Pool<B> {
                 Ok(false) => {}
                 Err(panic) => log::error!(
                     "smartpool: stand-in for a blocked worker: a channel panicked: {}; it goes on",
-                    crate::task::panic_message(&*panic)
+                    crate::contain::panic_message(&*panic)
                 ),
             }
         }

@@ -334,7 +334,7 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
         if let Err(panic) = moved {
             log::error!(
                 "smartpool: a channel panicked as a guest seat was emptied: {}",
-                crate::task::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
             while local
                 .channels

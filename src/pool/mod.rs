@@ -115,7 +115,7 @@ impl<B: PoolBehavior> Pool<B> {
         if let Err(panic) = result {
             log::error!(
                 "smartpool: followup from {from:?} panicked: {}; its task is dropped",
-                crate::task::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
         }
     }
@@ -211,7 +211,7 @@ impl<B: PoolBehavior> Pool<B> {
         log::error!(
             "smartpool: channel {} panicked in pop: {}; the worker leaves it alone for a while",
             self.shared.channels[index].name,
-            crate::task::panic_message(&*panic)
+            crate::contain::panic_message(&*panic)
         );
         if let Some(local) = worker.local() {
             local.fault(index);
@@ -248,7 +248,7 @@ impl<B: PoolBehavior> Pool<B> {
                         log::error!(
                             "smartpool: channel {} panicked in may_have_tasks: {}; taken as yes",
                             self.shared.channels[index].name,
-                            crate::task::panic_message(&*panic)
+                            crate::contain::panic_message(&*panic)
                         );
                         true
                     })
@@ -267,7 +267,7 @@ impl<B: PoolBehavior> Pool<B> {
                 log::error!(
                     "smartpool: channel {:?} panicked in the final drain: {}",
                     self.keys[index],
-                    crate::task::panic_message(&*panic)
+                    crate::contain::panic_message(&*panic)
                 );
             }
         }
@@ -321,7 +321,7 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
         detached: bool,
     ) {
         let key = channel.and_then(|index| self.keys.get(index).copied());
-        let message = crate::task::panic_message(panic);
+        let message = crate::contain::panic_message(panic);
         match key {
             Some(key) => log::warn!("smartpool: a task of channel {key:?} panicked: {message}"),
             None => log::warn!("smartpool: a blocking task panicked: {message}"),
@@ -333,7 +333,7 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
             if let Err(again) = handled {
                 log::error!(
                     "smartpool: the behavior's task_panicked panicked: {}",
-                    crate::task::panic_message(&*again)
+                    crate::contain::panic_message(&*again)
                 );
             }
         }

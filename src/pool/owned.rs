@@ -174,7 +174,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             if let Err(panic) = called {
                 log::error!(
                     "smartpool: the deadlock handler panicked: {}; the report was: {report}",
-                    crate::task::panic_message(&*panic)
+                    crate::contain::panic_message(&*panic)
                 );
             }
         }));

@@ -52,7 +52,7 @@ pub(super) fn run<B: PoolBehavior>(
         log::error!(
             "smartpool: worker {}: a channel panicked: {}; the worker goes on",
             local.index,
-            crate::task::panic_message(&*panic)
+            crate::contain::panic_message(&*panic)
         );
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));

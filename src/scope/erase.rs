@@ -11,7 +11,8 @@ use std::task::{Context, Poll};
 
 use super::handle::{ScopedJoinHandle, Slot};
 use super::ScopeState;
-use crate::task::{panic_message, CancelReason, JoinError};
+use crate::contain::panic_message;
+use crate::task::{CancelReason, JoinError};
 
 /// A scoped task, as the pool sees it.
 pub(crate) type Erased = crate::core::context::LocalTask;

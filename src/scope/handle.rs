@@ -42,7 +42,7 @@ impl<T> Slot<T> {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.waker.wake())) {
             log::error!(
                 "smartpool: a ScopedJoinHandle's waker panicked: {}",
-                crate::task::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
         }
     }

@@ -97,7 +97,7 @@ impl CountLatch {
             log::error!(
                 "smartpool: a channel panicked while a worker helped during a wait: {}; \
                  waiting on",
-                crate::task::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
             if self.is_open() {
                 break;

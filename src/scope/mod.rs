@@ -145,7 +145,7 @@ impl ScopeState {
             let logged = catch_unwind(AssertUnwindSafe(move || {
                 log::error!(
                     "smartpool: a panic while a scope ran its own tasks: {}; waiting on",
-                    crate::task::panic_message(&*panic)
+                    crate::contain::panic_message(&*panic)
                 );
                 drop(panic);
             }));
@@ -168,7 +168,7 @@ impl ScopeState {
         let _ = catch_unwind(AssertUnwindSafe(move || {
             log::error!(
                 "smartpool: another scoped task panicked: {}",
-                crate::task::panic_message(&*payload)
+                crate::contain::panic_message(&*payload)
             );
             drop(payload);
         }));

@@ -504,7 +504,7 @@ impl DropPanic {
         log::error!(
             "smartpool: a task's {} panicked while being dropped: {}",
             if self.future { "future" } else { "output" },
-            super::join::panic_message(&*self.payload)
+            crate::contain::panic_message(&*self.payload)
         );
     }
 }
@@ -885,7 +885,7 @@ impl<F: Future> TaskCell<F> {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| joiner.wake())) {
             log::error!(
                 "smartpool: a JoinHandle's waker panicked: {}",
-                super::join::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
         }
     }
@@ -1504,7 +1504,7 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(boost)) {
             log::error!(
                 "smartpool: a channel panicked while a task inherited a priority: {}",
-                super::join::panic_message(&*panic)
+                crate::contain::panic_message(&*panic)
             );
         }
     });

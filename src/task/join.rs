@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use super::cell::TaskCell;
 use super::{RunningTask, SchedulerRef};
+use crate::contain::panic_message;
 use crate::sync::Ordering;
 
 /// Read access to a finished task's output.
@@ -502,8 +503,6 @@ impl JoinError {
 fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
-
-pub(crate) use crate::contain::panic_message;
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -247,7 +247,6 @@ pub(crate) use cell::{
     spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome,
     CHANNEL_BITS, STAMP,
 };
-pub(crate) use join::panic_message;
 pub(crate) use scheduler_ref::SchedulerRef;
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
