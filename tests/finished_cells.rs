@@ -40,19 +40,19 @@ static ALLOCATOR: Counting = Counting;
 /// One test in this binary: the count is the whole process's.
 #[test]
 fn finished_tasks_memory_stays_bounded_and_is_given_back() {
-    let tasks = scaled(200_000);
+    let tasks = scaled(1_000_000);
     // Warm what is made once a process (the thread-local context, the
     // logger, crossbeam's collector) before the count starts.
     std::thread::spawn(|| one_pool(1_000)).join().unwrap();
     let before = LIVE.load(Ordering::SeqCst);
     let grown = std::thread::spawn(move || one_pool(tasks)).join().unwrap();
     let after = LIVE.load(Ordering::SeqCst);
-    // While tasks flowed: at most the pool's batches, a batch a worker
-    // and the submitter's (2,112 cells of 80 bytes or so), the pool's
-    // own state and its queues (about 260 KB here), nowhere near the
-    // 200,000 cells (16 MB).
+    // While tasks flowed: at most the pool's cells (4 MiB at most), a
+    // batch a worker and the submitter's, the pool's own state and its
+    // queues (about 260 KB here), well under the 10^6 cells (80 MB; 8 MB
+    // under valgrind, which runs a tenth).
     assert!(
-        grown < 1 << 20,
+        grown < 5 << 20,
         "{grown} bytes more after {tasks} finished tasks"
     );
     // Given back: the submitter's cells as its thread ended, the pool's

@@ -26,10 +26,16 @@
 //!   it last finished one: a worker that submits frees its own cells,
 //!   which its next allocation takes back at once. It keeps cells in a
 //!   batch of its own and, at [`BATCH`], hands the batch to the pool's
-//!   [`DeadCells`]. While the pool holds [`MAX_BATCHES`] (nobody submits
-//!   to take them), it frees each cell as its task finishes, as it would
-//!   without all this (freeing a batch at once would hold the worker for
-//!   32 frees while urgent work waits: W7's p99 read 27 µs).
+//!   [`DeadCells`]. While the pool holds [`MAX_BYTES`] of cells (nobody
+//!   submits to take them), it frees each cell as its task finishes, as it
+//!   would without all this (freeing a batch at once would hold the worker
+//!   for 32 frees while urgent work waits: W7's p99 read 27 µs). The
+//!   budget covers a backlog that the workers drain while the submitter
+//!   is off its core: a submitter that shares its core with other work
+//!   queues tens of thousands of tasks between two of its turns, and each
+//!   cell the workers free then is one its next allocations take back from
+//!   another core (at 2,048 cells, W1 under load spent 17% of its time in
+//!   the workers' frees: BENCHMARKS.md, "Dead cells under load").
 //! * Every submission through a channel of the pool
 //!   ([`DeadCells::free_one`], in `exec`) first frees one cell, the lowest
 //!   in address of those its thread took earlier (kept in the thread's
@@ -48,10 +54,11 @@
 //!
 //! Invariant: a dead cell is held by exactly one of a worker's batch, the
 //! pool's list or a submitting thread's context, until that holder frees
-//! it: each is freed once. A pool holds at most `MAX_BATCHES × BATCH`
-//! cells (2,048 of at most 1 KiB each: about 170 KB for the 80-byte cells
-//! of small closures), a worker one batch, and a thread that submits what
-//! it took (512 cells at most), until its next submissions or its end;
+//! it: each is freed once. A pool holds at most [`MAX_BYTES`] of cells
+//! (4 MiB: about 43,000 of the 96-byte cells of small closures; this is
+//! memory the same tasks held while they were queued), a worker one batch,
+//! and a thread that submits what it took (512 cells at most), until its
+//! next submissions or its end;
 //! cells that outlive their pool there keep only the memory of the pool's
 //! control block (its `Weak`). No lock and no borrow is held while a cell
 //! is freed.
@@ -66,7 +73,7 @@
 //! stage is not checked), and `tests/finished_cells.rs` that the memory
 //! stays bounded and is given back.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub(crate) use crate::context::DeadCell;
@@ -74,8 +81,9 @@ pub(crate) use crate::context::DeadCell;
 /// How many dead cells a worker gathers before it hands them to the pool.
 pub(crate) const BATCH: usize = 32;
 
-/// How many batches a pool holds for its submitters, at most.
-const MAX_BATCHES: usize = 64;
+/// How many bytes of cells a pool holds for its submitters, at most (see
+/// the module doc).
+const MAX_BYTES: usize = 4 << 20;
 
 /// How many batches a submitter takes at once, at most: it sorts them, so
 /// this bounds what one submission may spend (about 5 µs for 512 cells).
@@ -86,42 +94,69 @@ const TAKE_BATCHES: usize = 16;
 /// submission reads it.
 #[repr(align(128))]
 pub(crate) struct DeadCells {
-    batches: Mutex<Vec<Vec<DeadCell>>>,
+    batches: Mutex<Batches>,
     /// How many batches `batches` holds, written under its lock.
     len: AtomicUsize,
+    /// Whether `batches` holds `limit` bytes or more, written under its
+    /// lock.
+    full: AtomicBool,
+    /// [`MAX_BYTES`], but in the unit tests.
+    limit: usize,
+}
+
+/// The batches a pool holds, each with its size in bytes, and their sum.
+#[derive(Default)]
+struct Batches {
+    list: Vec<(Vec<DeadCell>, usize)>,
+    bytes: usize,
 }
 
 impl DeadCells {
     pub(crate) fn new() -> DeadCells {
+        DeadCells::with_limit(MAX_BYTES)
+    }
+
+    fn with_limit(limit: usize) -> DeadCells {
         DeadCells {
-            batches: Mutex::new(Vec::new()),
+            batches: Mutex::new(Batches::default()),
             len: AtomicUsize::new(0),
+            full: AtomicBool::new(false),
+            limit,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<DeadCell>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Batches> {
         // Nothing panics under the lock but an allocation failure, which
         // leaves the list as it was: a poisoned lock breaks nothing.
         self.batches.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the pool holds [`MAX_BATCHES`] (a hint: read without the
-    /// lock).
+    /// Whether the pool holds [`MAX_BYTES`] of cells (a hint: read
+    /// without the lock).
     #[inline]
     pub(crate) fn is_full(&self) -> bool {
-        self.len.load(Ordering::Relaxed) >= MAX_BATCHES
+        self.full.load(Ordering::Relaxed)
     }
 
     /// Takes `batch` for a submitter to free, or gives it back if the pool
-    /// holds [`MAX_BATCHES`] already.
+    /// holds [`MAX_BYTES`] of cells already.
     pub(crate) fn give(&self, batch: Vec<DeadCell>) -> Result<(), Vec<DeadCell>> {
+        let size = batch.iter().map(bytes).sum::<usize>();
         let mut batches = self.lock();
-        if batches.len() >= MAX_BATCHES {
+        if batches.bytes >= self.limit {
             return Err(batch);
         }
-        batches.push(batch);
-        self.len.store(batches.len(), Ordering::Relaxed);
+        batches.list.push((batch, size));
+        batches.bytes += size;
+        self.published(&batches);
         Ok(())
+    }
+
+    /// Mirrors `batches`' length and fullness in the hints, under its lock.
+    fn published(&self, batches: &Batches) {
+        self.len.store(batches.list.len(), Ordering::Relaxed);
+        self.full
+            .store(batches.bytes >= self.limit, Ordering::Relaxed);
     }
 
     /// A submitter's share (see the module doc): frees one dead cell, the
@@ -151,12 +186,13 @@ impl DeadCells {
     fn take(&self) -> Option<Vec<DeadCell>> {
         let taken = {
             let mut batches = self.lock();
-            let keep = batches.len().saturating_sub(TAKE_BATCHES);
-            let taken = batches.split_off(keep);
-            self.len.store(batches.len(), Ordering::Relaxed);
+            let keep = batches.list.len().saturating_sub(TAKE_BATCHES);
+            let taken = batches.list.split_off(keep);
+            batches.bytes -= taken.iter().map(|(_, size)| size).sum::<usize>();
+            self.published(&batches);
             taken
         };
-        let mut taken = taken.into_iter();
+        let mut taken = taken.into_iter().map(|(batch, _)| batch);
         let mut cells = taken.next()?;
         for batch in taken {
             cells.extend(batch);
@@ -172,6 +208,11 @@ pub(crate) fn sort_batch(batch: &mut [DeadCell]) {
     batch.sort_unstable_by_key(|cell| std::cmp::Reverse(address(cell)));
 }
 
+/// The memory `cell` holds: the cell and the `Arc`'s two counts.
+fn bytes(cell: &DeadCell) -> usize {
+    std::mem::size_of_val(&**cell) + 2 * std::mem::size_of::<usize>()
+}
+
 /// Where `cell` is.
 fn address(cell: &DeadCell) -> usize {
     std::sync::Arc::as_ptr(cell).cast::<()>() as usize
@@ -180,7 +221,7 @@ fn address(cell: &DeadCell) -> usize {
 impl Drop for DeadCells {
     fn drop(&mut self) {
         let batches = std::mem::take(self.batches.get_mut().unwrap_or_else(|p| p.into_inner()));
-        for batch in batches {
+        for (batch, _) in batches.list {
             free(batch);
         }
     }
@@ -215,6 +256,9 @@ mod test {
         }
     }
 
+    /// How many batches the test's pool holds.
+    const BATCHES: usize = 64;
+
     fn batch(freed: &Arc<AtomicUsize>) -> Vec<DeadCell> {
         (0..BATCH)
             .map(|_| Arc::new(Counted(freed.clone())) as DeadCell)
@@ -223,20 +267,22 @@ mod test {
 
     /// Each submission frees one cell, lowest address first of what its
     /// thread took (the newest `TAKE_BATCHES` batches, sorted together)
-    /// when its own ran out; a pool holding `MAX_BATCHES` gives the next
+    /// when its own ran out; a pool holding its limit in bytes gives the next
     /// batch back; what is left is freed when the pool and the thread are
     /// done with it.
     #[test]
     fn submitters_free_one_cell_each_and_nothing_is_left() {
         let freed = Arc::new(AtomicUsize::new(0));
-        let dead = DeadCells::new();
+        // Room for exactly `BATCHES` batches.
+        let cell = bytes(&(Arc::new(Counted(Arc::default())) as DeadCell));
+        let dead = DeadCells::with_limit(BATCHES * BATCH * cell);
         let mut runs = Vec::new();
-        for _ in 0..MAX_BATCHES {
+        for _ in 0..BATCHES {
             let cells = batch(&freed);
             runs.push(cells.iter().map(address).collect::<Vec<usize>>());
             assert!(dead.give(cells).is_ok());
         }
-        let mut order: Vec<usize> = runs[MAX_BATCHES - TAKE_BATCHES..].concat();
+        let mut order: Vec<usize> = runs[BATCHES - TAKE_BATCHES..].concat();
         order.sort_unstable();
         let refused = dead.give(batch(&freed)).expect_err("the pool is full");
         assert_eq!(refused.len(), BATCH);
@@ -259,21 +305,18 @@ mod test {
                 "one a submission"
             );
         }
-        assert_eq!(dead.len.load(Ordering::SeqCst), MAX_BATCHES - TAKE_BATCHES);
+        assert_eq!(dead.len.load(Ordering::SeqCst), BATCHES - TAKE_BATCHES);
         drop(dead);
         // The pool's are freed with it; this thread keeps the rest it took.
         let kept = TAKE_BATCHES * BATCH - 3 * BATCH;
-        assert_eq!(
-            freed.load(Ordering::SeqCst),
-            (MAX_BATCHES + 1) * BATCH - kept
-        );
+        assert_eq!(freed.load(Ordering::SeqCst), (BATCHES + 1) * BATCH - kept);
         let held = crate::context::with_freeing(|f| f.borrow().len()).unwrap();
         assert_eq!(held, kept);
         // Freed at its next submission to any pool, one at a time.
         DeadCells::new().free_one();
         assert_eq!(
             freed.load(Ordering::SeqCst),
-            (MAX_BATCHES + 1) * BATCH - kept + 1
+            (BATCHES + 1) * BATCH - kept + 1
         );
         // A thread's batch is freed as it ends.
         let base = freed.load(Ordering::SeqCst);
