@@ -3,8 +3,12 @@
 //!
 //! Throughput rows (W1–W5, W11) keep every peer running and interleave them rep
 //! by rep (each rep runs every peer once, in an order rotated each rep), so
-//! that a change in the machine's load lands on all peers alike. The memory
-//! row (W10) runs each peer in a fresh child process.
+//! that a change in the machine's load lands on all peers alike. Each
+//! throughput row runs in a fresh child process of its own (all peers in
+//! it), so that no row inherits the allocator state that the rows before
+//! it left (tokio's W5 read 442 ns after W1 and W2 in one process against
+//! 206 without them: BENCHMARKS.md, "Rows in processes of their own").
+//! The memory row (W10) runs each peer in a fresh child process.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
@@ -38,6 +42,12 @@ const PEERS: [&str; 8] = [
 
 /// Set in a child process that measures one peer's W10.
 const MEMORY_CHILD: &str = "SMARTPOOL_BENCH_MEMORY_CHILD";
+
+/// Set in a child process that runs one throughput row on every peer.
+const ROW_CHILD: &str = "SMARTPOOL_BENCH_ROW_CHILD";
+
+/// How a row's child process reports one sample to its parent.
+const SAMPLE: &str = "sample";
 
 /// Calls `$f::<Peer>($args)` for every peer, in `PEERS` order.
 macro_rules! each_peer {
@@ -198,34 +208,64 @@ fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
     });
 }
 
-/// The throughput rows, peers interleaved rep by rep.
+/// The throughput rows, each in a child process of its own (this binary
+/// again, see the module doc).
 fn throughput(z: &Sizes, samples: &mut Samples) {
-    let rows: Vec<Row> = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5, Row::W11]
+    let exe = std::env::current_exe().expect("the suite's own path");
+    for row in THROUGHPUT
         .into_iter()
         .filter(|row| z.wants(&format!("{row:?}")))
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let mut runners = Vec::new();
-    each_peer!(runner(z, &mut runners));
-    for row in rows {
-        eprintln!("{}: {} reps, peers interleaved", row.title(), z.reps);
-        for r in runners.iter_mut() {
-            for _ in 0..z.warm_up {
-                (r.run)(row);
+    {
+        let child = std::process::Command::new(&exe)
+            .env(ROW_CHILD, format!("{row:?}"))
+            // The parent's spinner runs for the whole run.
+            .env_remove("SMARTPOOL_BENCH_SPIN")
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let out = match child {
+            Ok(out) if out.status.success() => out,
+            Ok(out) => panic!("{}: the child process failed: {}", row.title(), out.status),
+            Err(e) => panic!("{}: no child process: {e}", row.title()),
+        };
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut fields = line.split('\t');
+            if fields.next() != Some(SAMPLE) {
+                continue;
+            }
+            let peer = fields.next().and_then(|p| PEERS.iter().find(|&&n| n == p));
+            let value = fields.next().and_then(|v| v.parse::<f64>().ok());
+            if let (Some(peer), Some(value)) = (peer, value) {
+                samples.entry((row, peer)).or_default().push(value);
             }
         }
-        let n = runners.len();
-        for rep in 0..z.reps {
-            for k in 0..n {
-                let r = &mut runners[(rep + k) % n];
-                if let Some((took, units)) = (r.run)(row) {
-                    samples
-                        .entry((row, r.name))
-                        .or_default()
-                        .push(took.as_nanos() as f64 / units as f64);
-                }
+    }
+}
+
+/// The throughput rows, in the order they run.
+const THROUGHPUT: [Row; 6] = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5, Row::W11];
+
+/// In a child process: runs the throughput row named `name` on every peer,
+/// interleaved rep by rep, and prints its samples for the parent.
+fn row_child(name: &str, z: &Sizes) {
+    let row = THROUGHPUT
+        .into_iter()
+        .find(|row| format!("{row:?}") == name)
+        .expect("a throughput row");
+    let mut runners = Vec::new();
+    each_peer!(runner(z, &mut runners));
+    eprintln!("{}: {} reps, peers interleaved", row.title(), z.reps);
+    for r in runners.iter_mut() {
+        for _ in 0..z.warm_up {
+            (r.run)(row);
+        }
+    }
+    let n = runners.len();
+    for rep in 0..z.reps {
+        for k in 0..n {
+            let r = &mut runners[(rep + k) % n];
+            if let Some((took, units)) = (r.run)(row) {
+                let ns = took.as_nanos() as f64 / units as f64;
+                println!("{SAMPLE}\t{}\t{ns}", r.name);
             }
         }
     }
@@ -444,6 +484,10 @@ fn main() {
     let z = Sizes::from_env();
     if let Ok(name) = std::env::var(MEMORY_CHILD) {
         each_peer!(memory_child(&name, &z));
+        return;
+    }
+    if let Ok(row) = std::env::var(ROW_CHILD) {
+        row_child(&row, &z);
         return;
     }
     eprintln!(
