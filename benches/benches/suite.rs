@@ -3,12 +3,15 @@
 //!
 //! Throughput rows (W1–W5, W11) keep every peer running and interleave them rep
 //! by rep (each rep runs every peer once, in an order rotated each rep), so
-//! that a change in the machine's load lands on all peers alike. Each
-//! throughput row runs in a fresh child process of its own (all peers in
-//! it), so that no row inherits the allocator state that the rows before
-//! it left (tokio's W5 read 442 ns after W1 and W2 in one process against
-//! 206 without them: BENCHMARKS.md, "Rows in processes of their own").
-//! The memory row (W10) runs each peer in a fresh child process.
+//! that a change in the machine's load lands on all peers alike. Each peer
+//! runs each throughput row in a fresh child process of its own; the
+//! parent keeps all of a row's children alive and asks each in turn for
+//! one rep. So no peer and no row inherits the allocator state that
+//! another left in its process (tokio's W5 read 442 ns after W1 and W2 in
+//! one process against 206 without them; our W1 under load read 211–217
+//! right after futures' ThreadPool against 177–179 without it:
+//! BENCHMARKS.md, "A process for each peer and row"). The memory row (W10)
+//! also runs each peer in a fresh child process.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
@@ -43,11 +46,8 @@ const PEERS: [&str; 8] = [
 /// Set in a child process that measures one peer's W10.
 const MEMORY_CHILD: &str = "SMARTPOOL_BENCH_MEMORY_CHILD";
 
-/// Set in a child process that runs one throughput row on every peer.
+/// Set in a child process that runs one throughput row on one peer.
 const ROW_CHILD: &str = "SMARTPOOL_BENCH_ROW_CHILD";
-
-/// How a row's child process reports one sample to its parent.
-const SAMPLE: &str = "sample";
 
 /// Calls `$f::<Peer>($args)` for every peer, in `PEERS` order.
 macro_rules! each_peer {
@@ -186,10 +186,9 @@ impl Row {
 /// Per-unit times (ns) of every measured run, by row and peer.
 type Samples = BTreeMap<(Row, &'static str), Vec<f64>>;
 
-/// A peer kept running through the throughput rows: runs a row once
+/// A peer started in a row's child process: runs the row once
 /// (`None` if the peer cannot run it).
 struct Runner<'z> {
-    name: &'static str,
     run: Box<dyn FnMut(Row) -> Option<(Duration, usize)> + 'z>,
 }
 
@@ -200,7 +199,6 @@ fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
     let peer = P::start(z.threads);
     let s = peer.spawner();
     out.push(Runner {
-        name: P::NAME,
         run: Box::new(move |row| {
             let _running = &peer;
             (!row.needs_futures() || P::FUTURES).then(|| row.run(&s, z))
@@ -208,34 +206,27 @@ fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
     });
 }
 
-/// The throughput rows, each in a child process of its own (this binary
-/// again, see the module doc).
+/// The throughput rows: for each row, every peer in a child process of its
+/// own (this binary again), all alive at once and run one rep at a time,
+/// in turn (see the module doc).
 fn throughput(z: &Sizes, samples: &mut Samples) {
     let exe = std::env::current_exe().expect("the suite's own path");
     for row in THROUGHPUT
         .into_iter()
         .filter(|row| z.wants(&format!("{row:?}")))
     {
-        let child = std::process::Command::new(&exe)
-            .env(ROW_CHILD, format!("{row:?}"))
-            // The parent's spinner runs for the whole run.
-            .env_remove("SMARTPOOL_BENCH_SPIN")
-            .stderr(std::process::Stdio::inherit())
-            .output();
-        let out = match child {
-            Ok(out) if out.status.success() => out,
-            Ok(out) => panic!("{}: the child process failed: {}", row.title(), out.status),
-            Err(e) => panic!("{}: no child process: {e}", row.title()),
-        };
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let mut fields = line.split('\t');
-            if fields.next() != Some(SAMPLE) {
-                continue;
-            }
-            let peer = fields.next().and_then(|p| PEERS.iter().find(|&&n| n == p));
-            let value = fields.next().and_then(|v| v.parse::<f64>().ok());
-            if let (Some(peer), Some(value)) = (peer, value) {
-                samples.entry((row, peer)).or_default().push(value);
+        eprintln!("{}: {} reps, peers interleaved", row.title(), z.reps);
+        let mut children: Vec<Child> = PEERS
+            .iter()
+            .filter(|p| z.wants_peer(p))
+            .filter_map(|peer| Child::start(&exe, row, peer))
+            .collect();
+        let n = children.len();
+        for rep in 0..z.reps {
+            for k in 0..n {
+                let child = &mut children[(rep + k) % n];
+                let ns = child.rep(row);
+                samples.entry((row, child.peer)).or_default().push(ns);
             }
         }
     }
@@ -244,30 +235,120 @@ fn throughput(z: &Sizes, samples: &mut Samples) {
 /// The throughput rows, in the order they run.
 const THROUGHPUT: [Row; 6] = [Row::W1, Row::W2, Row::W3, Row::W4, Row::W5, Row::W11];
 
-/// In a child process: runs the throughput row named `name` on every peer,
-/// interleaved rep by rep, and prints its samples for the parent.
+/// One peer's child process for one row, warmed up and waiting for its
+/// parent to ask for a rep.
+struct Child {
+    peer: &'static str,
+    process: std::process::Child,
+    /// `None` once closed, which ends the child.
+    to: Option<std::process::ChildStdin>,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Child {
+    /// Starts `peer`'s child for `row`; `None` if the peer cannot run it.
+    fn start(exe: &std::path::Path, row: Row, peer: &'static str) -> Option<Child> {
+        use std::process::{Command, Stdio};
+        let mut process = Command::new(exe)
+            .env(ROW_CHILD, format!("{row:?}"))
+            .env("SMARTPOOL_BENCH_PEERS", peer)
+            // The parent's spinner runs for the whole run.
+            .env_remove("SMARTPOOL_BENCH_SPIN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: no child process for {peer}: {e}", row.title()));
+        let to = process.stdin.take();
+        let from = std::io::BufReader::new(process.stdout.take().expect("piped"));
+        let mut child = Child {
+            peer,
+            process,
+            to,
+            from,
+        };
+        match child.line(row).as_str() {
+            READY => Some(child),
+            _ => None, // SKIP
+        }
+    }
+
+    /// Runs one rep in the child: its time per unit, in nanoseconds.
+    fn rep(&mut self, row: Row) -> f64 {
+        use std::io::Write;
+        let to = self.to.as_mut().expect("open until dropped");
+        writeln!(to, "{REP}")
+            .and_then(|()| to.flush())
+            .unwrap_or_else(|e| panic!("{}: {}'s child is gone: {e}", row.title(), self.peer));
+        let line = self.line(row);
+        line.parse()
+            .unwrap_or_else(|_| panic!("{}: {} answered {line:?}", row.title(), self.peer))
+    }
+
+    fn line(&mut self, row: Row) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        match self.from.read_line(&mut line) {
+            Ok(n) if n > 0 => line.trim().to_string(),
+            _ => panic!(
+                "{}: {}'s child ended early ({:?})",
+                row.title(),
+                self.peer,
+                self.process.try_wait()
+            ),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // Closing its stdin ends the child's loop, and the child.
+        drop(self.to.take());
+        let _ = self.process.wait();
+    }
+}
+
+/// A child's answers: warmed up and waiting, or unable to run the row.
+const READY: &str = "ready";
+const SKIP: &str = "skip";
+/// A parent's request: run one rep.
+const REP: &str = "rep";
+
+/// In a child process: starts the one peer named in
+/// `SMARTPOOL_BENCH_PEERS`, warms it up on the throughput row named
+/// `name`, then runs one rep each time its parent asks, answering with the
+/// rep's time per unit, until its stdin closes.
 fn row_child(name: &str, z: &Sizes) {
+    use std::io::{BufRead, Write};
     let row = THROUGHPUT
         .into_iter()
         .find(|row| format!("{row:?}") == name)
         .expect("a throughput row");
     let mut runners = Vec::new();
     each_peer!(runner(z, &mut runners));
-    eprintln!("{}: {} reps, peers interleaved", row.title(), z.reps);
-    for r in runners.iter_mut() {
-        for _ in 0..z.warm_up {
-            (r.run)(row);
-        }
+    let mut out = std::io::stdout().lock();
+    if runners.len() != 1 {
+        writeln!(out, "{SKIP}").expect("the parent reads");
+        return;
     }
-    let n = runners.len();
-    for rep in 0..z.reps {
-        for k in 0..n {
-            let r = &mut runners[(rep + k) % n];
-            if let Some((took, units)) = (r.run)(row) {
-                let ns = took.as_nanos() as f64 / units as f64;
-                println!("{SAMPLE}\t{}\t{ns}", r.name);
-            }
+    let r = &mut runners[0];
+    let mut ready = true;
+    for _ in 0..z.warm_up {
+        ready &= (r.run)(row).is_some();
+    }
+    if !ready {
+        writeln!(out, "{SKIP}").expect("the parent reads");
+        return;
+    }
+    writeln!(out, "{READY}").expect("the parent reads");
+    out.flush().expect("the parent reads");
+    for line in std::io::stdin().lock().lines() {
+        if line.as_deref().ok() != Some(REP) {
+            break;
         }
+        let (took, units) = (r.run)(row).expect("ran in the warm-up");
+        writeln!(out, "{}", took.as_nanos() as f64 / units as f64).expect("the parent reads");
+        out.flush().expect("the parent reads");
     }
 }
 
