@@ -1,5 +1,5 @@
-//! The suite: every workload on every peer, in one process run, reported as
-//! medians and ratios to tokio, with the targets of the benchmarks issue.
+//! The suite: every workload on every peer, in one run, reported as medians
+//! and ratios to tokio, with the targets of the benchmarks issue.
 //!
 //! Throughput rows (W1–W5, W11) keep every peer running and interleave them rep
 //! by rep (each rep runs every peer once, in an order rotated each rep), so
@@ -10,8 +10,9 @@
 //! another left in its process (tokio's W5 read 442 ns after W1 and W2 in
 //! one process against 206 without them; our W1 under load read 211–217
 //! right after futures' ThreadPool against 177–179 without it:
-//! BENCHMARKS.md, "A process for each peer and row"). The memory row (W10)
-//! also runs each peer in a fresh child process.
+//! BENCHMARKS.md, "A process for each peer and row; finished cells under
+//! load"). The memory row (W10) also runs each peer in a fresh child
+//! process; the latency rows run in the parent.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`

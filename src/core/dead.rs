@@ -35,7 +35,8 @@
 //!   queues tens of thousands of tasks between two of its turns, and each
 //!   cell the workers free then is one its next allocations take back from
 //!   another core (at 2,048 cells, W1 under load spent 17% of its time in
-//!   the workers' frees: BENCHMARKS.md, "Dead cells under load").
+//!   the workers' frees: BENCHMARKS.md, "A process for each peer and row;
+//!   finished cells under load").
 //! * Every submission through a channel of the pool
 //!   ([`DeadCells::free_one`], in `exec`) first frees one cell, the lowest
 //!   in address of those its thread took earlier (kept in the thread's
