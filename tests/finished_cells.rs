@@ -47,12 +47,13 @@ fn finished_tasks_memory_stays_bounded_and_is_given_back() {
     let before = LIVE.load(Ordering::SeqCst);
     let grown = std::thread::spawn(move || one_pool(tasks)).join().unwrap();
     let after = LIVE.load(Ordering::SeqCst);
-    // While tasks flowed: at most the pool's cells (4 MiB at most), a
-    // batch a worker and the submitter's, the pool's own state and its
-    // queues (about 260 KB here), well under the 10^6 cells (80 MB; 8 MB
-    // under valgrind, which runs a tenth).
+    // While tasks flowed: at most the pool's cells (4 MiB as its budget
+    // counts them, and a batch more), a batch a worker and the
+    // submitter's, the pool's own state and its queues (about 260 KB
+    // here), against 88 MB for the 10^6 cells (8.8 MB under valgrind,
+    // which runs a tenth).
     assert!(
-        grown < 5 << 20,
+        grown < 6 << 20,
         "{grown} bytes more after {tasks} finished tasks"
     );
     // Given back: the submitter's cells as its thread ended, the pool's

@@ -6,13 +6,14 @@
 //! that a change in the machine's load lands on all peers alike. Each peer
 //! runs each throughput row in a fresh child process of its own; the
 //! parent keeps all of a row's children alive and asks each in turn for
-//! one rep. So no peer and no row inherits the allocator state that
-//! another left in its process (tokio's W5 read 442 ns after W1 and W2 in
+//! one rep. So no peer and no throughput row inherits the allocator state
+//! that another left in its process (tokio's W5 read 442 ns after W1 and W2 in
 //! one process against 206 without them; our W1 under load read 211–217
 //! right after futures' ThreadPool against 177–179 without it:
 //! BENCHMARKS.md, "A process for each peer and row; finished cells under
 //! load"). The memory row (W10) also runs each peer in a fresh child
-//! process; the latency rows run in the parent.
+//! process; the latency rows run in the parent, every peer after the
+//! other.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
@@ -270,7 +271,8 @@ impl Child {
         };
         match child.line(row).as_str() {
             READY => Some(child),
-            _ => None, // SKIP
+            SKIP => None,
+            other => panic!("{}: {peer}'s child said {other:?}", row.title()),
         }
     }
 
@@ -327,29 +329,32 @@ fn row_child(name: &str, z: &Sizes) {
         .expect("a throughput row");
     let mut runners = Vec::new();
     each_peer!(runner(z, &mut runners));
-    let mut out = std::io::stdout().lock();
+    // Locked for each answer only: a print from a pool's thread must not
+    // wait for the child's loop.
+    let say = |line: &str| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .expect("the parent reads");
+    };
     if runners.len() != 1 {
-        writeln!(out, "{SKIP}").expect("the parent reads");
+        say(SKIP);
         return;
     }
     let r = &mut runners[0];
-    let mut ready = true;
-    for _ in 0..z.warm_up {
-        ready &= (r.run)(row).is_some();
-    }
-    if !ready {
-        writeln!(out, "{SKIP}").expect("the parent reads");
+    // The warm-up runs at least once: it also says whether the peer can
+    // run the row.
+    if !(0..z.warm_up.max(1)).all(|_| (r.run)(row).is_some()) {
+        say(SKIP);
         return;
     }
-    writeln!(out, "{READY}").expect("the parent reads");
-    out.flush().expect("the parent reads");
+    say(READY);
     for line in std::io::stdin().lock().lines() {
         if line.as_deref().ok() != Some(REP) {
             break;
         }
         let (took, units) = (r.run)(row).expect("ran in the warm-up");
-        writeln!(out, "{}", took.as_nanos() as f64 / units as f64).expect("the parent reads");
-        out.flush().expect("the parent reads");
+        say(&(took.as_nanos() as f64 / units as f64).to_string());
     }
 }
 

@@ -47,7 +47,7 @@
 //!   tend to be run by one worker (in the order the workers finished them,
 //!   W3's yields read 3 to 7 ns slower: neighbours on two workers write
 //!   one line). At most `TAKE_BATCHES`: the sort is a submission's cost
-//!   (sorting all a pool may hold, 2,048 cells, put W7's urgent p99 at 42
+//!   (sorting all a pool held then, 2,048 cells, put W7's urgent p99 at 42
 //!   µs in a full run).
 //! * A worker frees its own batch as it leaves its pool (its thread's end,
 //!   a guest's departure); the pool frees the batches left when its shared
@@ -55,8 +55,9 @@
 //!
 //! Invariant: a dead cell is held by exactly one of a worker's batch, the
 //! pool's list or a submitting thread's context, until that holder frees
-//! it: each is freed once. A pool holds at most [`MAX_BYTES`] of cells
-//! (4 MiB: about 43,000 of the 96-byte cells of small closures; this is
+//! it: each is freed once. A pool holds at most [`MAX_BYTES`] of cells and
+//! one batch more (4 MiB, counting each cell, its `Arc`'s counts and its
+//! slot in a batch: about 47,000 of the 56-byte cells of small closures;
 //! memory the same tasks held while they were queued), a worker one batch,
 //! and a thread that submits what it took (512 cells at most), until its
 //! next submissions or its end;
@@ -65,8 +66,10 @@
 //! is freed.
 //!
 //! No loom model of its own: ownership moves under a lock (`batches`) or
-//! within one thread, and the length is a hint written under that lock,
-//! whose staleness only delays a free or costs a look under the lock.
+//! within one thread, and the length and fullness are hints written under
+//! that lock, whose staleness only delays a free, costs a look under the
+//! lock, or frees a cell (or, when `give` refuses, a batch) on the worker
+//! as a full pool would.
 //! Whether a cell is dead is decided with `Arc::get_mut`, std's uniqueness
 //! check, which loom does not see (the task models' cells are std `Arc`s);
 //! `tests/close.rs` races handles' drops with their tasks' ends and checks
@@ -140,7 +143,8 @@ impl DeadCells {
     }
 
     /// Takes `batch` for a submitter to free, or gives it back if the pool
-    /// holds [`MAX_BYTES`] of cells already.
+    /// holds [`MAX_BYTES`] of cells already (so it may go over by one
+    /// batch).
     pub(crate) fn give(&self, batch: Vec<DeadCell>) -> Result<(), Vec<DeadCell>> {
         let size = batch.iter().map(bytes).sum::<usize>();
         let mut batches = self.lock();
@@ -209,9 +213,13 @@ pub(crate) fn sort_batch(batch: &mut [DeadCell]) {
     batch.sort_unstable_by_key(|cell| std::cmp::Reverse(address(cell)));
 }
 
-/// The memory `cell` holds: the cell and the `Arc`'s two counts.
+/// What keeping `cell` costs, as the budget counts it: the cell, the
+/// `Arc`'s two counts and the cell's slot in a batch (not the allocator's
+/// rounding).
 fn bytes(cell: &DeadCell) -> usize {
-    std::mem::size_of_val(&**cell) + 2 * std::mem::size_of::<usize>()
+    std::mem::size_of_val(&**cell)
+        + 2 * std::mem::size_of::<usize>()
+        + std::mem::size_of::<DeadCell>()
 }
 
 /// Where `cell` is.
@@ -285,6 +293,7 @@ mod test {
         }
         let mut order: Vec<usize> = runs[BATCHES - TAKE_BATCHES..].concat();
         order.sort_unstable();
+        assert!(dead.is_full());
         let refused = dead.give(batch(&freed)).expect_err("the pool is full");
         assert_eq!(refused.len(), BATCH);
         drop(refused);
@@ -307,17 +316,21 @@ mod test {
             );
         }
         assert_eq!(dead.len.load(Ordering::SeqCst), BATCHES - TAKE_BATCHES);
+        // The take made room for its batches again.
+        assert!(!dead.is_full());
+        assert!(dead.give(batch(&freed)).is_ok());
+        assert_eq!(dead.len.load(Ordering::SeqCst), BATCHES - TAKE_BATCHES + 1);
         drop(dead);
         // The pool's are freed with it; this thread keeps the rest it took.
         let kept = TAKE_BATCHES * BATCH - 3 * BATCH;
-        assert_eq!(freed.load(Ordering::SeqCst), (BATCHES + 1) * BATCH - kept);
+        assert_eq!(freed.load(Ordering::SeqCst), (BATCHES + 2) * BATCH - kept);
         let held = crate::context::with_freeing(|f| f.borrow().len()).unwrap();
         assert_eq!(held, kept);
         // Freed at its next submission to any pool, one at a time.
         DeadCells::new().free_one();
         assert_eq!(
             freed.load(Ordering::SeqCst),
-            (BATCHES + 1) * BATCH - kept + 1
+            (BATCHES + 2) * BATCH - kept + 1
         );
         // A thread's batch is freed as it ends.
         let base = freed.load(Ordering::SeqCst);
