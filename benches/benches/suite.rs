@@ -11,9 +11,8 @@
 //! one process against 206 without them; our W1 under load read 211–217
 //! right after futures' ThreadPool against 177–179 without it:
 //! BENCHMARKS.md, "A process for each peer and row; finished cells under
-//! load"). The memory row (W10) also runs each peer in a fresh child
-//! process; the latency rows run in the parent, every peer after the
-//! other.
+//! load"). The latency and cost rows (W6–W9) and the memory row (W10)
+//! also run each peer in a fresh child process, one peer after another.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`
 //! CI size:   `SMARTPOOL_BENCH_QUICK=1 cargo bench -p smartpool-bench`
@@ -47,6 +46,9 @@ const PEERS: [&str; 8] = [
 
 /// Set in a child process that measures one peer's W10.
 const MEMORY_CHILD: &str = "SMARTPOOL_BENCH_MEMORY_CHILD";
+
+/// Set in a child process that measures one peer's latency and cost rows.
+const LATENCY_CHILD: &str = "SMARTPOOL_BENCH_LATENCY_CHILD";
 
 /// Set in a child process that runs one throughput row on one peer.
 const ROW_CHILD: &str = "SMARTPOOL_BENCH_ROW_CHILD";
@@ -427,6 +429,7 @@ fn median(v: &[f64]) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
+#[derive(Default)]
 struct Latency {
     wake: BTreeMap<&'static str, Histogram<u64>>,
     urgent: BTreeMap<&'static str, workloads::Priority>,
@@ -463,6 +466,97 @@ fn latency_rows<P: Peer>(z: &Sizes, out: &mut Latency) {
         out.idle
             .insert(P::NAME, workloads::idle_cost::<P>(z.threads, z.idle));
     }
+}
+
+/// In a child process: measures the latency and cost rows of the peer
+/// named `name` and prints them for the parent, a histogram as its
+/// recorded values and their counts.
+fn latency_child<P: Peer>(name: &str, z: &Sizes) {
+    if P::NAME != name {
+        return;
+    }
+    let mut lat = Latency::default();
+    latency_rows::<P>(z, &mut lat);
+    let print = |key: &str, h: &Histogram<u64>| {
+        for v in h.iter_recorded() {
+            println!("{key} {} {}", v.value_iterated_to(), v.count_at_value());
+        }
+    };
+    if let Some(h) = lat.wake.get(P::NAME) {
+        print("wake", h);
+    }
+    if let Some(p) = lat.urgent.get(P::NAME) {
+        print("urgent", &p.urgent);
+        println!("drained {}", p.drained.as_nanos());
+    }
+    if let Some(d) = lat.idle.get(P::NAME) {
+        println!("idle {}", d.as_nanos());
+    }
+    if let Some(d) = lat.sparse.get(P::NAME) {
+        println!("sparse {}", d.as_nanos());
+    }
+}
+
+/// The latency and cost rows (W6–W9), each peer in a fresh child process
+/// (this binary again), one after another.
+fn latency(z: &Sizes) -> Latency {
+    let mut lat = Latency::default();
+    if !["W6", "W7", "W8", "W9"].iter().any(|r| z.wants(r)) {
+        return lat;
+    }
+    let exe = std::env::current_exe().expect("the suite's own path");
+    for peer in PEERS.iter().filter(|p| z.wants_peer(p)) {
+        let out = std::process::Command::new(&exe)
+            .env(LATENCY_CHILD, peer)
+            // The parent's spinner runs for the whole run.
+            .env_remove("SMARTPOOL_BENCH_SPIN")
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let out = match out {
+            Ok(out) if out.status.success() => out,
+            Ok(out) => panic!("latency rows: {peer}'s child failed: {}", out.status),
+            Err(e) => panic!("latency rows: no child process for {peer}: {e}"),
+        };
+        let (mut wake, mut urgent) = (None::<Histogram<u64>>, None::<Histogram<u64>>);
+        let mut drained = None;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let num = |k: usize| -> u64 {
+                fields
+                    .get(k)
+                    .and_then(|f| f.parse().ok())
+                    .unwrap_or_else(|| panic!("latency rows: {peer}'s child said {line:?}"))
+            };
+            match fields.first().copied() {
+                Some(key @ ("wake" | "urgent")) => {
+                    let h = if key == "wake" {
+                        &mut wake
+                    } else {
+                        &mut urgent
+                    };
+                    h.get_or_insert_with(workloads::histogram)
+                        .record_n(num(1), num(2))
+                        .expect("in bounds");
+                }
+                Some("drained") => drained = Some(Duration::from_nanos(num(1))),
+                Some("idle") => {
+                    lat.idle.insert(peer, Duration::from_nanos(num(1)));
+                }
+                Some("sparse") => {
+                    lat.sparse.insert(peer, Duration::from_nanos(num(1)));
+                }
+                _ => panic!("latency rows: {peer}'s child said {line:?}"),
+            }
+        }
+        if let Some(h) = wake {
+            lat.wake.insert(peer, h);
+        }
+        if let (Some(urgent), Some(drained)) = (urgent, drained) {
+            lat.urgent
+                .insert(peer, workloads::Priority { urgent, drained });
+        }
+    }
+    lat
 }
 
 fn us(ns: u64) -> String {
@@ -577,6 +671,10 @@ fn main() {
         row_child(&row, &z);
         return;
     }
+    if let Ok(name) = std::env::var(LATENCY_CHILD) {
+        each_peer!(latency_child(&name, &z));
+        return;
+    }
     eprintln!(
         "smartpool suite: {} threads{}{}",
         z.threads,
@@ -591,13 +689,7 @@ fn main() {
     let started = Instant::now();
     let mut samples = Samples::new();
     throughput(&z, &mut samples);
-    let mut lat = Latency {
-        wake: BTreeMap::new(),
-        urgent: BTreeMap::new(),
-        idle: BTreeMap::new(),
-        sparse: BTreeMap::new(),
-    };
-    each_peer!(latency_rows(&z, &mut lat));
+    let lat = latency(&z);
     let w10 = memory_rows(&z);
 
     // ---- report ---------------------------------------------------------

@@ -109,7 +109,9 @@ pub fn chain<S: Spawner>(s: &S, n: usize) -> Duration {
     start.elapsed()
 }
 
-fn histogram() -> Histogram<u64> {
+/// An empty histogram with the bounds of every latency row (1 ns to 60 s,
+/// three significant digits).
+pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds")
 }
 
