@@ -50,7 +50,8 @@ const MEMORY_CHILD: &str = "SMARTPOOL_BENCH_MEMORY_CHILD";
 /// Set in a child process that measures one peer's latency and cost rows.
 const LATENCY_CHILD: &str = "SMARTPOOL_BENCH_LATENCY_CHILD";
 
-/// Set in a child process that runs one throughput row on one peer.
+/// Set in a child process that runs one throughput row on one peer: the
+/// row and the peer's name, `"W1 tokio"`.
 const ROW_CHILD: &str = "SMARTPOOL_BENCH_ROW_CHILD";
 
 /// Calls `$f::<Peer>($args)` for every peer, in `PEERS` order.
@@ -190,31 +191,10 @@ impl Row {
 /// Per-unit times (ns) of every measured run, by row and peer.
 type Samples = BTreeMap<(Row, &'static str), Vec<f64>>;
 
-/// A peer started in a row's child process: runs the row once
-/// (`None` if the peer cannot run it).
-struct Runner<'z> {
-    run: Box<dyn FnMut(Row) -> Option<(Duration, usize)> + 'z>,
-}
-
-fn runner<'z, P: Peer + 'z>(z: &'z Sizes, out: &mut Vec<Runner<'z>>) {
-    if !z.wants_peer(P::NAME) {
-        return;
-    }
-    let peer = P::start(z.threads);
-    let s = peer.spawner();
-    out.push(Runner {
-        run: Box::new(move |row| {
-            let _running = &peer;
-            (!row.needs_futures() || P::FUTURES).then(|| row.run(&s, z))
-        }),
-    });
-}
-
 /// The throughput rows: for each row, every peer in a child process of its
 /// own (this binary again), all alive at once and run one rep at a time,
 /// in turn (see the module doc).
 fn throughput(z: &Sizes, samples: &mut Samples) {
-    let exe = std::env::current_exe().expect("the suite's own path");
     for row in THROUGHPUT
         .into_iter()
         .filter(|row| z.wants(&format!("{row:?}")))
@@ -223,7 +203,7 @@ fn throughput(z: &Sizes, samples: &mut Samples) {
         let mut children: Vec<Child> = PEERS
             .iter()
             .filter(|p| z.wants_peer(p))
-            .filter_map(|peer| Child::start(&exe, row, peer))
+            .filter_map(|peer| Child::start(row, peer))
             .collect();
         let n = children.len();
         for rep in 0..z.reps {
@@ -251,13 +231,9 @@ struct Child {
 
 impl Child {
     /// Starts `peer`'s child for `row`; `None` if the peer cannot run it.
-    fn start(exe: &std::path::Path, row: Row, peer: &'static str) -> Option<Child> {
-        use std::process::{Command, Stdio};
-        let mut process = Command::new(exe)
-            .env(ROW_CHILD, format!("{row:?}"))
-            .env("SMARTPOOL_BENCH_PEERS", peer)
-            // The parent's spinner runs for the whole run.
-            .env_remove("SMARTPOOL_BENCH_SPIN")
+    fn start(row: Row, peer: &'static str) -> Option<Child> {
+        use std::process::Stdio;
+        let mut process = child_command(ROW_CHILD, &format!("{row:?} {peer}"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -319,18 +295,27 @@ const SKIP: &str = "skip";
 /// A parent's request: run one rep.
 const REP: &str = "rep";
 
-/// In a child process: starts the one peer named in
-/// `SMARTPOOL_BENCH_PEERS`, warms it up on the throughput row named
-/// `name`, then runs one rep each time its parent asks, answering with the
-/// rep's time per unit, until its stdin closes.
-fn row_child(name: &str, z: &Sizes) {
+/// The throughput row and the peer that a row's child runs, from its
+/// [`ROW_CHILD`] value (`"W1 tokio"`).
+fn row_and_peer(value: &str) -> (Row, &str) {
+    value
+        .split_once(' ')
+        .and_then(|(row, peer)| {
+            let row = THROUGHPUT.into_iter().find(|r| format!("{r:?}") == row)?;
+            Some((row, peer))
+        })
+        .unwrap_or_else(|| panic!("{ROW_CHILD}={value:?}: not a throughput row and a peer"))
+}
+
+/// In a child process: if `P` is the peer named `name`, starts it, warms
+/// it up on `row`, then runs one rep each time its parent asks, answering
+/// with the rep's time per unit, until its stdin closes (or says it
+/// cannot run the row).
+fn row_child<P: Peer>(name: &str, row: Row, z: &Sizes) {
     use std::io::{BufRead, Write};
-    let row = THROUGHPUT
-        .into_iter()
-        .find(|row| format!("{row:?}") == name)
-        .expect("a throughput row");
-    let mut runners = Vec::new();
-    each_peer!(runner(z, &mut runners));
+    if P::NAME != name {
+        return;
+    }
     // Locked for each answer only: a print from a pool's thread must not
     // wait for the child's loop.
     let say = |line: &str| {
@@ -339,25 +324,33 @@ fn row_child(name: &str, z: &Sizes) {
             .and_then(|()| out.flush())
             .expect("the parent reads");
     };
-    if runners.len() != 1 {
+    if row.needs_futures() && !P::FUTURES {
         say(SKIP);
         return;
     }
-    let r = &mut runners[0];
-    // The warm-up runs at least once: it also says whether the peer can
-    // run the row.
-    if !(0..z.warm_up.max(1)).all(|_| (r.run)(row).is_some()) {
-        say(SKIP);
-        return;
+    let peer = P::start(z.threads);
+    let s = peer.spawner();
+    for _ in 0..z.warm_up {
+        row.run(&s, z);
     }
     say(READY);
     for line in std::io::stdin().lock().lines() {
         if line.as_deref().ok() != Some(REP) {
             break;
         }
-        let (took, units) = (r.run)(row).expect("ran in the warm-up");
+        let (took, units) = row.run(&s, z);
         say(&(took.as_nanos() as f64 / units as f64).to_string());
     }
+}
+
+/// A child process of this binary (the suite again), told by `var` what to
+/// measure. The parent's spinner, if any, keeps running for the whole run:
+/// the child starts none of its own.
+fn child_command(var: &str, value: &str) -> std::process::Command {
+    let exe = std::env::current_exe().expect("the suite's own path");
+    let mut command = std::process::Command::new(exe);
+    command.env(var, value).env_remove("SMARTPOOL_BENCH_SPIN");
+    command
 }
 
 /// In a child process: measures W10 for the peer named `name` and prints
@@ -378,13 +371,9 @@ fn memory_rows(z: &Sizes) -> BTreeMap<&'static str, f64> {
     if !z.wants("W10") {
         return out;
     }
-    let exe = std::env::current_exe().expect("the suite's own path");
     for peer in PEERS.iter().filter(|p| z.wants_peer(p)) {
         eprintln!("W10 memory per queued task: {peer}");
-        let child = std::process::Command::new(&exe)
-            .env(MEMORY_CHILD, peer)
-            .env_remove("SMARTPOOL_BENCH_SPIN")
-            .output();
+        let child = child_command(MEMORY_CHILD, peer).output();
         let bytes = child.ok().and_then(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -504,12 +493,8 @@ fn latency(z: &Sizes) -> Latency {
     if !["W6", "W7", "W8", "W9"].iter().any(|r| z.wants(r)) {
         return lat;
     }
-    let exe = std::env::current_exe().expect("the suite's own path");
     for peer in PEERS.iter().filter(|p| z.wants_peer(p)) {
-        let out = std::process::Command::new(&exe)
-            .env(LATENCY_CHILD, peer)
-            // The parent's spinner runs for the whole run.
-            .env_remove("SMARTPOOL_BENCH_SPIN")
+        let out = child_command(LATENCY_CHILD, peer)
             .stderr(std::process::Stdio::inherit())
             .output();
         let out = match out {
@@ -667,8 +652,9 @@ fn main() {
         each_peer!(memory_child(&name, &z));
         return;
     }
-    if let Ok(row) = std::env::var(ROW_CHILD) {
-        row_child(&row, &z);
+    if let Ok(value) = std::env::var(ROW_CHILD) {
+        let (row, peer) = row_and_peer(&value);
+        each_peer!(row_child(peer, row, &z));
         return;
     }
     if let Ok(name) = std::env::var(LATENCY_CHILD) {
