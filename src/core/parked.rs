@@ -71,10 +71,17 @@
 //! * If `W` came before `P`: `W` found the task `RUNNING` (polled: then
 //!   it set `SCHEDULED`, and that poll re-queued the task instead of
 //!   parking it, no `P` there; or re-queued running already: a poll still
-//!   to come) or `SCHEDULED` (a poll still to come). That poll's `start`
-//!   is a read-modify-write of the word after `W`, so it acquires `W`'s
-//!   release, which follows the flag's store: `P`, later in that poll,
-//!   sees the flag and close-wakes the task.
+//!   to come) or `SCHEDULED` (a poll still to come). `W` left `SCHEDULED`
+//!   in the word, which only a start's CAS clears, and on which `P`'s CAS
+//!   cannot succeed: so a start's CAS `C` cleared it before `P`, in the
+//!   word's modification order. `C` read `W`'s write or a later one of the
+//!   wakes that followed it, so it acquires `W`'s release, which follows
+//!   the flag's store; and `C` happens before `P` (a task's polls are
+//!   ordered, through the word or the token's hand-over). So `P` sees the
+//!   flag and close-wakes the task. (A re-queued token's start that finds
+//!   the word plain `RUNNING` only loads it, see `task::state`; if such a
+//!   load misses `W`, the `SCHEDULED` it left waits for a later start's
+//!   CAS, as above.)
 //!
 //! Each way the task is claimed and dropped. The sweep runs inside
 //! `close()` (and the `OwnedPool`'s drop) before it returns, and a park's

@@ -607,6 +607,37 @@ fn abort_racing_a_yield() {
     });
 }
 
+/// A wake and an abort racing the start of a yield's re-queued token: the
+/// start loads the word, and claims it with a CAS if a wake or the abort
+/// added to it (a CAS that fails on the other's later addition goes round
+/// once more); one the load misses is found by the poll's end or the next
+/// start. The future is dropped once, nothing stays queued, and the joiner
+/// gets the output or learns the task was aborted.
+#[test]
+fn a_wake_and_an_abort_racing_a_requeued_start() {
+    loom::model(|| {
+        let (recorder, signals, task, join) = new_yielding_task(1, 1);
+        // The first poll registers the waker the opener will hold, and
+        // yields.
+        assert!(matches!(task.run(), RunOutcome::Pending));
+        let token = lock(&recorder.queued).pop().expect("a yield re-queues");
+        let opener = {
+            let signals = signals.clone();
+            loom::thread::spawn(move || open(&signals))
+        };
+        let aborter = spawn_aborter(&join);
+        run_until_complete(&recorder, Some(token));
+        opener.join().unwrap();
+        aborter.join().unwrap();
+        assert!(lock(&recorder.queued).is_empty(), "queued after completion");
+        assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
+        match futures::executor::block_on(join) {
+            Ok(output) => assert_eq!(output, 7),
+            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
+        }
+    });
+}
+
 /// An abort racing the drop of a queued task's token: the future is
 /// dropped once, by the token's drop, and the task ends cancelled (as
 /// aborted if the abort came first).

@@ -40,13 +40,15 @@
 //! polling it again (see "Abort" below).
 //!
 //! Transitions, each one atomic read-modify-write of the word (a self-wake
-//! alone writes only a thread-local, and a poll that re-queues its task
-//! writes nothing, below):
+//! alone writes only a thread-local, a poll that re-queues its task writes
+//! nothing, and the start of its token, finding the word as that poll
+//! left it, only loads it: below):
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
 //! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed;
 //!   the first start also sets `STARTED`, see "Moves"); the same start
-//!   takes a word left running by a re-queue (below) to plain `RUNNING`;
+//!   takes a word left running by a re-queue (below) to plain `RUNNING`
+//!   (with a load alone if it is plain `RUNNING` already);
 //! * poll returned `Pending`: one CAS takes `RUNNING → IDLE`
 //!   (responsibility given up); if a wake came during the poll the CAS
 //!   fails on `RUNNING+SCHEDULED`, the word stays so, and the worker
@@ -62,8 +64,9 @@
 //!   around nested polls), and the poll's end, with `Pending`, re-queues
 //!   the task without touching the word either. The wake is sequenced
 //!   before the poll's end on one thread, so nothing needs publishing;
-//!   wakes from elsewhere during that poll still set `SCHEDULED`, and the
-//!   next start acquires them;
+//!   wakes from elsewhere during that poll still set `SCHEDULED`, acquired
+//!   by the first start that reads it, or by a poll's end, whose CAS fails
+//!   on it;
 //! * poll returned `Ready` or panicked, or the token was dropped:
 //!   `→ COMPLETE`, then the joiner is woken.
 //!
@@ -84,19 +87,24 @@
 //! abort sets its flag for that start to find, a move is refused as for a
 //! running task (it has started anyway).
 //!
-//! What this saves is the read-modify-write of a yield's end: a yield is
-//! three locked instructions on x86 (the start's CAS, the channel's status
-//! fence, its queue's pop). What orders the stage then is the token's
+//! What this saves is the read-modify-write of a yield's end, and of its
+//! next start: a yield is two locked instructions on x86 (the channel's
+//! status fence, its queue's pop). What orders the stage then is the token's
 //! hand-over: the poller's last access to the stage is sequenced before it
 //! hands the token to the followup, and whoever starts (or drops) the
 //! token next received it through the followup and a channel. Every
 //! hand-over of an owned value to another thread in safe Rust carries a
 //! release and an acquire (a lock, a channel, an atomic pointer's
 //! publication), so the next poll happens after the last. The mark also
-//! lets the start's CAS expect the running word with nothing added: a
-//! wake that came meanwhile costs it a second CAS (so a poll woken from
-//! elsewhere costs three read-modify-writes, its end's failed CAS and
-//! two at its next start, where a self-woken one costs one).
+//! lets the start expect the running word with nothing added, and then
+//! write nothing: a load that finds it so is the start (nothing added
+//! means no wake or abort that happens before it; one the load misses
+//! counts as coming during the next poll, and its `SCHEDULED` waits in the
+//! word for that poll's end or a later start, see `State::start`). A wake
+//! that the start reads costs it a CAS (so a poll woken from elsewhere
+//! costs two read-modify-writes, its end's failed CAS and its next
+//! start's; a self-woken one costs none, or one if woken from elsewhere
+//! too).
 //!
 //! # Abort
 //!
@@ -208,7 +216,8 @@
 //!   mover makes its token at once.
 //! * Every wake-up is honoured: a wake that finds the task `IDLE` re-queues
 //!   it; one that finds it `RUNNING` sets `SCHEDULED`, which makes the
-//!   poller re-queue it (or, re-queued already, is acquired by its start);
+//!   poller re-queue it (or, re-queued already, is acquired by the first
+//!   start that reads it, or by a poll's end, whose CAS fails on it);
 //!   one that finds it `SCHEDULED` or `RUNNING+SCHEDULED` (a poll is still
 //!   to come) writes the state back unchanged, a read-modify-write that
 //!   publishes the waker's memory to that coming poll, whose own start

@@ -12,8 +12,9 @@ const IDLE: usize = 0;
 const RUNNING: usize = 1;
 /// Alone: a token exists, the task is queued or about to be run. With
 /// `RUNNING`: a wake came from another thread during the poll (the poll's
-/// end re-queues the task), or while it was queued running (its start
-/// acquires the wake). One bit for both: a wake adds it, whatever the
+/// end re-queues the task), or while it was queued running (acquired by
+/// the first start that reads it, or by a poll's end, whose CAS fails on
+/// it). One bit for both: a wake adds it, whatever the
 /// task is doing.
 const SCHEDULED: usize = 2;
 /// Finished or cancelled; the future is gone. Final.
@@ -169,15 +170,46 @@ impl State {
     /// `end_poll_pending`), the word `RUNNING(+SCHEDULED)(+ABORTED)` in that
     /// line likewise. In any other word the token is stale. `started` (the
     /// task had started when the token was made) and `requeued` are carried
-    /// by the token; they make the fast path one CAS, expecting the word
-    /// with no wake or abort since: a wake meanwhile costs a second. Acquire
-    /// pairs with the release of every wake (and abort, and move) that came
-    /// since the word's last start.
+    /// by the token; they make the fast path of a queued token one CAS,
+    /// expecting the word with no wake or abort since: a wake meanwhile
+    /// costs a second. Acquire pairs with the release of every wake (and
+    /// abort, and move) whose write the start reads.
+    ///
+    /// A re-queued token that finds its line's word plain `RUNNING+STARTED`
+    /// (a yield, most often) only loads it: the CAS would write back the
+    /// word it expects, and nothing acquires a start's write. The load is
+    /// not ordered against wakes as the CAS is, and it need not be:
+    ///
+    /// * It reads the word as the line's last start left it or later (that
+    ///   start happens before the token's hand-over, see the parent
+    ///   module's "Re-queued running"). From then on, while this token is
+    ///   live, only wakes and aborts write the word, and they only add
+    ///   `SCHEDULED` (and `ABORTED`), which only a start's CAS clears: so
+    ///   every word the load can read is plain running or claimable.
+    /// * A wake or an abort it misses is not ordered before it, so it
+    ///   counts as coming during the poll about to run: the `SCHEDULED` it
+    ///   left stays in the word, where that poll's end CAS fails on it and
+    ///   acquires it (the poll re-queues the task), or a later start's CAS
+    ///   claims and acquires it. A wake after the load finds the word
+    ///   running and does the same, as it would after the CAS.
+    ///
+    /// A word with more in it is claimed with one CAS expecting what the
+    /// load read. A word the token cannot claim (never read by a live
+    /// token, by the first point) makes it stale, as the CAS's failure
+    /// would.
     #[inline]
     pub(crate) fn start(&self, line: Line, started: bool, requeued: bool) -> Start {
         debug_assert!(started || !requeued, "a re-queued task had started");
         let mut expected = if requeued {
-            line | STARTED | RUNNING
+            let word = self.0.load(Ordering::Acquire);
+            if word == line | STARTED | RUNNING {
+                return Start::Poll;
+            }
+            if !claimable(word, line, requeued) {
+                return Start::Stale;
+            }
+            // Woken or aborted meanwhile: claim the word as it is.
+            word
         } else {
             line | SCHEDULED | if started { STARTED } else { 0 }
         };
@@ -246,8 +278,9 @@ impl State {
     /// context instead of in the word (see `task::cell`): the word stays
     /// `RUNNING(+SCHEDULED)(+ABORTED)`, not written at all, and the poller
     /// re-queues the task with a token that finds it so (`start`). Wakes
-    /// and aborts from elsewhere meanwhile leave their marks for that
-    /// start, which acquires them.
+    /// and aborts from elsewhere meanwhile leave their marks, acquired by
+    /// the first start that reads them, or by a poll's end, whose CAS
+    /// fails on them.
     ///
     /// Otherwise one CAS: `RUNNING → IDLE` gives responsibility up (release
     /// publishes the poll to the waker that will claim the parked task).
@@ -354,7 +387,7 @@ mod test {
         assert_eq!(
             s.start(FIRST_LINE, true, true),
             Start::Poll,
-            "a mark on a scheduled word (never made: the code clears it): two CASes"
+            "a mark on a scheduled word (never made: the code clears it)"
         );
         s.complete();
         assert!(s.is_complete());
