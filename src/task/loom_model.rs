@@ -551,6 +551,15 @@ fn assert_aborted_once(signals: &Signals, join: JoinHandle<u32>) {
     assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted));
 }
 
+/// The joiner gets the output, or learns the task was aborted: for models
+/// where an abort races the task's end.
+fn assert_output_or_aborted(join: JoinHandle<u32>) {
+    match futures::executor::block_on(join) {
+        Ok(output) => assert_eq!(output, 7),
+        Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
+    }
+}
+
 /// An abort racing a poll that returns `Pending`: the abort lands before
 /// the poll (the future is dropped unpolled), during it (the poller drops
 /// it after), or after it (the abort claims the parked task and hands it
@@ -631,10 +640,7 @@ fn a_wake_and_an_abort_racing_a_requeued_start() {
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "queued after completion");
         assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
-        match futures::executor::block_on(join) {
-            Ok(output) => assert_eq!(output, 7),
-            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
-        }
+        assert_output_or_aborted(join);
     });
 }
 
@@ -779,10 +785,7 @@ fn abort_racing_completion() {
         aborter.join().unwrap();
         assert!(lock(&recorder.queued).is_empty(), "nothing queued");
         assert_eq!(signals.drops.load(Ordering::SeqCst), 1, "dropped once");
-        match futures::executor::block_on(join) {
-            Ok(output) => assert_eq!(output, 7),
-            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
-        }
+        assert_output_or_aborted(join);
     });
 }
 
@@ -913,10 +916,7 @@ fn move_racing_an_abort_and_a_start() {
             ));
         }
         assert!(lock(&recorder.queued).is_empty());
-        match futures::executor::block_on(join) {
-            Ok(output) => assert_eq!(output, 7),
-            Err(error) => assert_eq!(error.cancel_reason(), Some(CancelReason::Aborted)),
-        }
+        assert_output_or_aborted(join);
         let taken = recorder.released.load(Ordering::SeqCst);
         assert!(taken <= 1, "only the moved token took a count");
         assert_balanced(&recorder, &signals, taken);
