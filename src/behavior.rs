@@ -510,7 +510,8 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
             .iter()
             .take(levels.saturating_sub(1))
             .map(|o| o.reserved_workers)
-            .sum();
+            // Saturating: a sum past `usize::MAX` is refused as that.
+            .fold(0, usize::saturating_add);
         if reserved > 0 && reserved >= self.threads {
             return Err(ConfigError::Reservations {
                 reserved,

@@ -211,7 +211,7 @@ impl State {
                 continue;
             }
             inner.idle += 1;
-            let deadline = Instant::now() + self.keep_alive;
+            let deadline = crate::sync::later(Instant::now(), self.keep_alive);
             // Until a submitter promises this thread a job, or the keep-alive
             // time runs out; then it takes the promise, if one came.
             inner = self

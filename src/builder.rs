@@ -263,6 +263,12 @@ impl Builder {
         if self.levels == 0 {
             return Err(ConfigError::NoLevels);
         }
+        // Before anything is sized by the count: a level is a channel.
+        if self.levels > crate::MAX_CHANNELS {
+            return Err(ConfigError::TooManyChannels {
+                channels: self.levels,
+            });
+        }
         for &level in self
             .complete_on_close
             .iter()

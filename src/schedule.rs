@@ -33,16 +33,19 @@
 use std::time::{Duration, Instant};
 
 use crate::behavior::ScheduleAlgorithm;
-use crate::status::{Bit, BitSet, Status};
+use crate::status::{BitSet, Status};
 use crate::wait_clock::WaitClock;
 use std::sync::Arc;
 
-/// One level: its channels (indices) and their status bits as (word,
-/// mask) pairs (one load per word to ask whether any is set).
+/// One level: its channels (indices) and their status bits.
 #[derive(Debug)]
 pub(crate) struct Level {
     pub(crate) channels: Box<[usize]>,
     mask: BitSet,
+    /// The bits whose work a task of this level gives way to: under
+    /// HighestFirst, the levels above; under RoundRobin, every other level
+    /// (see `admits` and `should_yield`).
+    others: BitSet,
 }
 
 #[derive(Debug)]
@@ -84,14 +87,14 @@ impl Seating {
         let lowest = levels.lowest();
         let mut floor = Vec::with_capacity(seats);
         let mut domain = Vec::with_capacity(seats);
-        // Reserved domain of each level, if any.
-        let mut domain_of_level = vec![None; levels.levels.len()];
+        // The reserved domain of each reserving level, highest first.
+        let mut domain_of_level = Vec::new();
         let mut next_domain = 1;
         for (level, &n) in reserved.iter().enumerate() {
             if level == lowest || n == 0 {
                 continue;
             }
-            domain_of_level[level] = Some(next_domain);
+            domain_of_level.push((level, next_domain));
             for _ in 0..n {
                 floor.push(level);
                 domain.push(next_domain);
@@ -108,7 +111,11 @@ impl Seating {
         let wakes = (0..levels.level_of.len())
             .map(|channel| {
                 let own = levels.level_of[channel];
-                domain_of_level[own..].iter().flatten().copied().collect()
+                domain_of_level
+                    .iter()
+                    .filter(|&&(level, _)| level >= own)
+                    .map(|&(_, domain)| domain)
+                    .collect()
             })
             .collect();
         Seating {
@@ -118,19 +125,6 @@ impl Seating {
             reserved,
         }
     }
-}
-
-/// The union of `parts` ((word, mask) pairs, as [`Bit::parts`] gives
-/// them), one pair per word touched.
-fn bit_set(parts: impl Iterator<Item = (usize, u64)>) -> BitSet {
-    let mut words: Vec<(usize, u64)> = Vec::new();
-    for (word, mask) in parts {
-        match words.iter_mut().find(|(w, _)| *w == word) {
-            Some((_, m)) => *m |= mask,
-            None => words.push((word, mask)),
-        }
-    }
-    words.into_boxed_slice()
 }
 
 /// A level's starvation bound (see the module doc).
@@ -182,37 +176,48 @@ impl Levels {
                 level_of[channel] = level;
             }
         }
+        let policy = match algorithm {
+            ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
+            ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
+        };
+        let masks: Vec<BitSet> = levels.iter().map(|c| BitSet::of_channels(c)).collect();
+        // `down_to[l]`: the union of levels `0..=l`, each from the one
+        // before (a pool's channels are numbered level by level, so each
+        // is one run, and this stays linear in the levels).
+        let mut down_to: Vec<BitSet> = Vec::with_capacity(masks.len());
+        for mask in &masks {
+            let union = match down_to.last() {
+                Some(above) => above.union(mask),
+                None => mask.clone(),
+            };
+            down_to.push(union);
+        }
+        let all = down_to.last().cloned().unwrap_or_default();
         Levels {
             level_of: level_of.into(),
             levels: levels
                 .into_iter()
-                .map(|channels| Level {
-                    mask: bit_set(channels.iter().map(|&c| Bit::new(c).parts())),
+                .zip(masks)
+                .enumerate()
+                .map(|(level, (channels, mask))| Level {
+                    others: match policy {
+                        Policy::HighestFirst if level == 0 => BitSet::default(),
+                        Policy::HighestFirst => down_to[level - 1].clone(),
+                        Policy::RoundRobin(_) => all.minus(&mask),
+                    },
+                    mask,
                     channels: channels.into(),
                 })
                 .collect(),
-            policy: match algorithm {
-                ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
-                ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
-            },
+            policy,
             bounds: Box::new([]),
-            down_to: Box::new([]),
+            down_to: down_to.into(),
         }
         .with_bounds(max_wait)
     }
 
-    /// Gives each level of `max_wait` that has one its clock, and fills
-    /// `down_to` (which `admits` and `bits_down_to` read).
+    /// Gives each level of `max_wait` that has one its clock.
     fn with_bounds(mut self, max_wait: &[Option<Duration>]) -> Levels {
-        self.down_to = (0..self.levels.len())
-            .map(|floor| {
-                bit_set(
-                    self.levels[..=floor]
-                        .iter()
-                        .flat_map(|l| l.mask.iter().copied()),
-                )
-            })
-            .collect();
         self.bounds = max_wait
             .iter()
             .enumerate()
@@ -220,11 +225,8 @@ impl Levels {
             .filter(|&(level, _)| level > 0)
             .filter_map(|(level, wait)| {
                 let clock = Arc::new(WaitClock::new((*wait)?));
-                let above = bit_set(
-                    self.levels[..level]
-                        .iter()
-                        .flat_map(|l| l.mask.iter().copied()),
-                );
+                // Bounds are HighestFirst's: the levels above.
+                let above = self.levels[level].others.clone();
                 Some(Bound {
                     level,
                     clock,
@@ -257,8 +259,7 @@ impl Levels {
     /// module doc).
     fn due(&self, status: &Status, floor: usize) -> Option<usize> {
         let waiting = |bound: &Bound| {
-            status.any_in_set(&self.levels[bound.level].mask)
-                && bound.above.iter().any(|&(w, m)| status.any_in(w, m))
+            status.any_in_set(&self.levels[bound.level].mask) && status.any_in_set(&bound.above)
         };
         for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
             if !waiting(bound) {
@@ -295,19 +296,9 @@ impl Levels {
     /// those of the levels above its own; under RoundRobin, those of every
     /// other level.
     pub(crate) fn yield_masks(&self) -> Box<[BitSet]> {
-        (0..self.level_of.len())
-            .map(|channel| {
-                let own = self.level_of[channel];
-                let others = self
-                    .levels
-                    .iter()
-                    .enumerate()
-                    .filter(|&(l, _)| match self.policy {
-                        Policy::HighestFirst => l < own,
-                        Policy::RoundRobin(_) => l != own,
-                    });
-                bit_set(others.flat_map(|(_, level)| level.mask.iter().copied()))
-            })
+        self.level_of
+            .iter()
+            .map(|&level| self.levels[level].others.clone())
             .collect()
     }
 
@@ -333,7 +324,9 @@ impl Levels {
     pub(crate) fn slice_end(&self, cursor: &Cursor) -> Option<Instant> {
         match &self.policy {
             Policy::HighestFirst => None,
-            Policy::RoundRobin(slices) => Some(cursor.since + slices[cursor.level]),
+            Policy::RoundRobin(slices) => {
+                Some(crate::sync::later(cursor.since, slices[cursor.level]))
+            }
         }
     }
 
@@ -358,16 +351,12 @@ impl Levels {
         if level > cursor.floor {
             return false;
         }
+        let others = &self.levels[level].others;
         match &self.policy {
-            // `down_to[level - 1]`: the bits of every level above.
-            Policy::HighestFirst => level == 0 || !status.any_in_set(&self.down_to[level - 1]),
+            Policy::HighestFirst => level == 0 || !status.any_in_set(others),
             Policy::RoundRobin(slices) => {
                 (level == cursor.level && cursor.since.elapsed() < slices[level])
-                    || !self
-                        .levels
-                        .iter()
-                        .enumerate()
-                        .any(|(l, members)| l != level && status.any_in_set(&members.mask))
+                    || !status.any_in_set(others)
             }
         }
     }

@@ -45,11 +45,6 @@ pub(crate) struct Bit {
 }
 
 impl Bit {
-    /// The word and the mask within it.
-    pub(crate) fn parts(self) -> (usize, u64) {
-        (self.word, self.mask)
-    }
-
     pub(crate) fn new(index: usize) -> Bit {
         Bit {
             word: index / 64,
@@ -58,8 +53,114 @@ impl Bit {
     }
 }
 
-/// Some bits of the bitfield: (word, mask) pairs, one per word touched.
-pub(crate) type BitSet = Box<[(usize, u64)]>;
+/// Some bits of the bitfield: runs of consecutive channel indices (a
+/// pool numbers its channels level by level, so a level, or the levels
+/// above one, is one run). Its size is the number of runs, not of channels:
+/// a pool's start-up stays linear in its levels.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BitSet {
+    /// The runs, as half-open index ranges, sorted and apart.
+    runs: Box<[(usize, usize)]>,
+    /// The same runs as words: one load per word asks whether any is set.
+    spans: Box<[Span]>,
+}
+
+/// A run's words: `first..=last`, the first and last masked.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    first: usize,
+    last: usize,
+    first_mask: u64,
+    last_mask: u64,
+}
+
+impl BitSet {
+    /// The bits of the channels in `runs` (half-open ranges, in any order;
+    /// empty ones are skipped, touching ones merged).
+    pub(crate) fn of_runs(runs: impl IntoIterator<Item = (usize, usize)>) -> BitSet {
+        let mut sorted: Vec<(usize, usize)> = runs.into_iter().filter(|(a, b)| a < b).collect();
+        sorted.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(sorted.len());
+        for (start, end) in sorted {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let spans = merged
+            .iter()
+            .map(|&(start, end)| {
+                let (first, last) = (start / 64, (end - 1) / 64);
+                let first_mask = !0u64 << (start % 64);
+                let last_mask = !0u64 >> (63 - (end - 1) % 64);
+                Span {
+                    first,
+                    last,
+                    first_mask: if first == last {
+                        first_mask & last_mask
+                    } else {
+                        first_mask
+                    },
+                    last_mask,
+                }
+            })
+            .collect();
+        BitSet {
+            runs: merged.into(),
+            spans,
+        }
+    }
+
+    /// The bits of the given channels.
+    pub(crate) fn of_channels(channels: &[usize]) -> BitSet {
+        BitSet::of_runs(channels.iter().map(|&c| (c, c + 1)))
+    }
+
+    /// The channels whose bits these are.
+    pub(crate) fn channels(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runs.iter().flat_map(|&(start, end)| start..end)
+    }
+
+    /// The bits in either set.
+    pub(crate) fn union(&self, other: &BitSet) -> BitSet {
+        BitSet::of_runs(self.runs.iter().chain(other.runs.iter()).copied())
+    }
+
+    /// The bits of `self` not in `other`.
+    pub(crate) fn minus(&self, other: &BitSet) -> BitSet {
+        let mut out = Vec::new();
+        for &(mut start, end) in self.runs.iter() {
+            for &(a, b) in other.runs.iter() {
+                if b <= start || a >= end {
+                    continue;
+                }
+                if a > start {
+                    out.push((start, a));
+                }
+                start = start.max(b);
+            }
+            if start < end {
+                out.push((start, end));
+            }
+        }
+        BitSet::of_runs(out)
+    }
+
+    /// Whether any of these bits is set in `words`, loaded with `order`.
+    #[inline]
+    fn any(&self, words: &[Word], order: Ordering) -> bool {
+        self.spans.iter().any(|s| {
+            if words[s.first].load(order) & s.first_mask != 0 {
+                return true;
+            }
+            s.first != s.last
+                && (words[s.first + 1..s.last]
+                    .iter()
+                    .any(|w| w.load(order) != 0)
+                    || words[s.last].load(order) & s.last_mask != 0)
+        })
+    }
+}
 
 /// One word of the bitfield, on cache lines of its own (two, against the
 /// adjacent-line prefetcher): every search reads it, and it must not share
@@ -123,26 +224,17 @@ impl Status {
         self.words[bit.word].load(Ordering::Acquire) & bit.mask != 0
     }
 
-    /// Whether any bit of `mask` in word `word` is set now (a hint, as
-    /// [`Status::is_set`]).
-    #[inline]
-    pub(crate) fn any_in(&self, word: usize, mask: u64) -> bool {
-        self.words[word].load(Ordering::Relaxed) & mask != 0
-    }
-
     /// Whether any bit of `bits` is set now (a hint, as
     /// [`Status::is_set`]): one load per word.
     #[inline]
     pub(crate) fn any_in_set(&self, bits: &BitSet) -> bool {
-        bits.iter()
-            .any(|&(word, mask)| self.words[word].load(Ordering::Acquire) & mask != 0)
+        bits.any(&self.words, Ordering::Acquire)
     }
 
     /// Whether any bit of `bits` is set: a reserved worker's final check
     /// (SeqCst, as [`Status::any`]).
     pub(crate) fn any_of_set(&self, bits: &BitSet) -> bool {
-        bits.iter()
-            .any(|&(word, mask)| self.words[word].load(Ordering::SeqCst) & mask != 0)
+        bits.any(&self.words, Ordering::SeqCst)
     }
 
     /// Whether any bit at all is set: the sleep protocol's final check.
@@ -169,10 +261,30 @@ mod test {
         status.clear(Bit::new(64));
         assert!(!status.is_set(Bit::new(64)));
         assert!(status.is_set(Bit::new(63)));
-        let set =
-            |bits: &[usize]| -> BitSet { bits.iter().map(|&i| Bit::new(i).parts()).collect() };
+        let set = BitSet::of_channels;
         assert!(status.any_in_set(&set(&[5, 199])));
         assert!(!status.any_in_set(&set(&[5, 198])));
+    }
+
+    #[test]
+    fn runs_across_words_see_exactly_their_bits() {
+        let status = Status::new(300);
+        status.mark(Bit::new(130));
+        let run = |a, b| BitSet::of_runs([(a, b)]);
+        for (a, b, hit) in [
+            (0, 130, false),
+            (0, 131, true),
+            (130, 131, true),
+            (131, 300, false),
+            (60, 200, true),
+            (129, 130, false),
+        ] {
+            assert_eq!(status.any_in_set(&run(a, b)), hit, "{a}..{b}");
+        }
+        let all = run(0, 300);
+        assert!(!status.any_in_set(&all.minus(&run(100, 140))));
+        assert!(status.any_in_set(&all.minus(&run(0, 100)).minus(&run(200, 300))));
+        assert!(status.any_in_set(&run(0, 10).union(&run(120, 131))));
     }
 }
 

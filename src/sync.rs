@@ -33,6 +33,19 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// How far [`later`] reaches at most: 30 years, far past any wait a pool
+/// serves, and within what every platform's `Instant` holds.
+pub(crate) const FAR: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
+
+/// `from + delay`, clamped to `from + FAR`: never an overflow, whatever
+/// duration a user passed (a keep-alive, a slice, a timeout of
+/// `Duration::MAX` means "for ever" in practice).
+pub(crate) fn later(from: std::time::Instant, delay: std::time::Duration) -> std::time::Instant {
+    from.checked_add(delay.min(FAR))
+        .or_else(|| from.checked_add(std::time::Duration::from_secs(86_400)))
+        .unwrap_or(from)
+}
+
 /// Gives up the processor between search rounds (loom's version lets the
 /// model run another thread).
 pub(crate) fn yield_now() {

@@ -71,7 +71,7 @@ impl TimeScheduler {
     /// clock (`Duration::MAX`) never completes: its deadline is clamped to
     /// about 30 years from now, as tokio clamps far deadlines.
     pub fn after(&self, delay: Duration) -> Sleep {
-        self.at(deadline_after(Instant::now(), delay))
+        self.at(crate::sync::later(Instant::now(), delay))
     }
 
     /// A stream that yields `start`, `start + interval`, `start + 2 *
@@ -115,21 +115,8 @@ impl TimeScheduler {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.run_at(channel, deadline_after(Instant::now(), delay), future)
+        self.run_at(channel, crate::sync::later(Instant::now(), delay), future)
     }
-}
-
-/// How far ahead a deadline is clamped: about 30 years, as tokio's
-/// `far_future`. A timer set that far never fires in practice, and the
-/// clock can represent it on every platform.
-const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
-
-/// `from + delay`, clamped to `from` + [`FAR`] (so never an overflow).
-fn deadline_after(from: Instant, delay: Duration) -> Instant {
-    from.checked_add(delay.min(FAR)).unwrap_or_else(|| {
-        from.checked_add(Duration::from_secs(86_400))
-            .unwrap_or(from)
-    })
 }
 
 /// A future that completes at an instant. Made by [`TimeScheduler::at`] and
@@ -193,7 +180,7 @@ impl Stream for Periodic {
             Poll::Pending => Poll::Pending,
             Poll::Ready(()) => {
                 let tick = self.next;
-                self.next = deadline_after(tick, self.interval);
+                self.next = crate::sync::later(tick, self.interval);
                 let next = self.next;
                 self.sleep = Sleep {
                     until: next,

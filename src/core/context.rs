@@ -345,9 +345,7 @@ impl WorkerLocal {
         let Some(shared) = self.shared.as_deref() else {
             return false;
         };
-        let waiting = shared.yield_masks[channel]
-            .iter()
-            .any(|&(word, mask)| shared.status.any_in(word, mask));
+        let waiting = shared.status.any_in_set(&shared.yield_masks[channel]);
         if !waiting {
             return false;
         }

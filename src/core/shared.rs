@@ -173,10 +173,7 @@ impl Shared {
         if let Some((clock, above)) = &options.clock {
             // Pushed while higher work keeps the level waiting: its wait
             // starts now, if it had not (see `wait_clock`).
-            if above
-                .iter()
-                .any(|&(word, mask)| self.status.any_in(word, mask))
-            {
+            if self.status.any_in_set(above) {
                 clock.start();
             }
         }

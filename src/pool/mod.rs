@@ -229,13 +229,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// [`Pool::work_remains`], for the channels whose bits are in `bits`
     /// (a reserved worker's levels).
     fn work_remains_in(&self, bits: &crate::status::BitSet) -> bool {
-        let channels = self.shared.channels.iter().enumerate();
-        self.channel_may_hold(channels.filter_map(|(index, c)| {
-            let (word, mask) = c.bit.parts();
-            bits.iter()
-                .any(|&(w, m)| w == word && m & mask != 0)
-                .then_some(index)
-        }))
+        self.channel_may_hold(bits.channels())
     }
 
     /// Whether any of `channels` has its bit set and may hold a task.

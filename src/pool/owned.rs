@@ -592,7 +592,7 @@ impl std::task::Wake for RouseDriver {
 
 /// An instant no clock reaches (a deadline too far to represent).
 fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+    crate::sync::later(Instant::now(), crate::sync::FAR)
 }
 
 impl fmt::Debug for CloseTimeout {

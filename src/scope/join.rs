@@ -1,5 +1,6 @@
 //! `join`: rayon's fork-join of two closures, on a channel of a pool.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use crate::channel::Channel;
@@ -57,23 +58,34 @@ where
     // the task, `b` is still here for the caller.
     let b = Mutex::new(Some(b));
     let mut rb = None;
-    let ra = super::scope(|s| {
-        let task = run(|| {
-            let b = b.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(b) = b {
-                rb = Some(b());
-            }
-        });
-        // Refused: the task (and the borrow of `b`) comes back and drops.
-        let _ = s.try_exec(channel, task);
-        a()
-    });
-    let rb = match rb {
-        Some(rb) => rb,
-        None => {
-            let b = b.into_inner().unwrap_or_else(|p| p.into_inner());
-            b.expect("b either ran in its task or is still here")()
+    let mut ra = None;
+    // The scope unwinds only with `b`'s panic: `a`'s is caught inside, so
+    // that `b` still runs below if the pool did not run it.
+    let scoped = catch_unwind(AssertUnwindSafe(|| {
+        super::scope(|s| {
+            let task = run(|| {
+                let b = b.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(b) = b {
+                    rb = Some(b());
+                }
+            });
+            // Refused: the task (and the borrow of `b`) comes back and drops.
+            let _ = s.try_exec(channel, task);
+            ra = Some(catch_unwind(AssertUnwindSafe(a)));
+        })
+    }));
+    let b = b.into_inner().unwrap_or_else(|p| p.into_inner());
+    let rb = match (rb, scoped) {
+        (Some(rb), _) => Ok(rb),
+        (None, Err(panic)) => Err(panic),
+        (None, Ok(())) => {
+            let b = b.expect("b either ran in its task or is still here");
+            catch_unwind(AssertUnwindSafe(b))
         }
     };
-    (ra, rb)
+    match (ra.expect("the scope ran its body"), rb) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        // `a`'s panic if both panicked, as rayon.
+        (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
+    }
 }
