@@ -154,6 +154,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          {} blocking thread(s) alive",
         pool.blocking_threads()
     );
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
     Ok(())
 }

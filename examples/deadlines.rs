@@ -79,7 +79,7 @@ fn main() {
     println!(
         "submitted: autosave, thumbnail, telemetry, prefetch; they run earliest deadline first:"
     );
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
     println!(
         "(a deadline orders the work, it does not delay it: each ran as soon as a worker was free)"
     );

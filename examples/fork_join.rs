@@ -84,13 +84,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })?;
         let pool = owned.pool.clone();
         let start = Instant::now();
-        let value = futures::executor::block_on(owned.pool.work.exec(run(move || fib(&pool, n))))?;
+        let value = owned.block_on(owned.pool.work.exec(run(move || fib(&pool, n))))?;
         println!(
             "{threads:>2} thread(s): fib({n}) = {value} in {:.2} s (peak RSS so far {})",
             start.elapsed().as_secs_f64(),
             peak_rss()
         );
-        futures::executor::block_on(owned.close());
+        owned.close().wait();
     }
     Ok(())
 }

@@ -93,7 +93,7 @@ fn main() {
         }
     }
     for task in urgent {
-        futures::executor::block_on(task).expect("urgent task");
+        owned.block_on(task).expect("urgent task");
     }
     // Exact once every worker is idle (see `Pool::metrics`).
     while pool
@@ -110,5 +110,5 @@ fn main() {
         pool.metrics()
     );
     drop(pool);
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
 }

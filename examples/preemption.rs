@@ -118,7 +118,7 @@ fn urgent_behind_background(owned: &OwnedPool<App>, check: bool) -> (Vec<Duratio
     }
     let drained = start.elapsed();
     for h in urgent {
-        futures::executor::block_on(h).expect("urgent task");
+        owned.block_on(h).expect("urgent task");
     }
     let mut waits = std::mem::take(&mut *waits.lock().unwrap());
     waits.sort_unstable();
@@ -165,7 +165,7 @@ fn background_under_flood(owned: &OwnedPool<App>, give_up: Duration) -> Option<D
         std::thread::sleep(Duration::from_millis(1));
     }
     stop.store(true, Ordering::Relaxed);
-    futures::executor::block_on(task).expect("background task");
+    owned.block_on(task).expect("background task");
     let waited = started.lock().unwrap().filter(|w| *w < give_up);
     waited
 }
@@ -211,7 +211,7 @@ fn inversion(owned: &OwnedPool<App>, await_handle: bool) -> Duration {
         };
         started - asked
     });
-    let waited = futures::executor::block_on(waiter).expect("urgent task");
+    let waited = owned.block_on(waiter).expect("urgent task");
     drained(&left);
     waited
 }
@@ -225,7 +225,7 @@ fn reprioritised(owned: &OwnedPool<App>, move_it: bool) -> Duration {
     if move_it {
         asset.move_to(&pool.urgent).expect("queued: moved");
     }
-    let started = futures::executor::block_on(asset).expect("asset");
+    let started = owned.block_on(asset).expect("asset");
     drained(&left);
     started - asked
 }
@@ -309,6 +309,6 @@ fn main() {
         show(reprioritised(&plain, true))
     );
     for owned in [plain, reserved, bounded] {
-        futures::executor::block_on(owned.close());
+        owned.close().wait();
     }
 }

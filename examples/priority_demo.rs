@@ -103,7 +103,7 @@ fn measure(levels: bool) -> Outcome {
         std::thread::sleep(REALTIME_EVERY);
     }
     let drained = start.elapsed();
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
     let mut waits = std::mem::take(&mut *waits.lock().unwrap());
     waits.sort_unstable();
     Outcome { waits, drained }

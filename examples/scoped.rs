@@ -121,13 +121,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let started_after: Vec<bool> = background
         .into_iter()
-        .map(|h| futures::executor::block_on(h).expect("background task"))
+        .map(|h| owned.block_on(h).expect("background task"))
         .collect();
     let during = started_after.iter().filter(|after| !**after).count();
     println!(
         "background: {during} of 6 tasks started before the frame was done \
          (those already running when it came, or started while no band waited)"
     );
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
     Ok(())
 }

@@ -96,7 +96,7 @@ fn run_server(levels: usize, server_level: usize, batch_level: usize) -> Vec<Dur
     }
     drop(stream);
     stop.store(true, Ordering::Relaxed);
-    futures::executor::block_on(server).expect("the server task");
+    owned.block_on(server).expect("the server task");
     drop(pool);
     owned.close().wait();
     times.sort();

@@ -74,12 +74,12 @@ fn main() {
         }
     });
 
-    futures::executor::block_on(async {
+    owned.block_on(async {
         heartbeat.await.unwrap();
         stepper.await.unwrap();
         for d in delayed {
             d.await.unwrap();
         }
     });
-    futures::executor::block_on(owned.close());
+    owned.close().wait();
 }

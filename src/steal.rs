@@ -28,11 +28,18 @@
 //! on a worker goes back to that worker's deque: left at that, a yield loop
 //! (or two futures waking each other) would keep the deque non-empty for
 //! ever, and work submitted or woken from outside, which waits in the
-//! injector, would never run. So every [`FAIRNESS_INTERVAL`]th pop of a
-//! channel by one worker looks at the injector before the worker's deque
-//! (tokio looks at its global queue every 61 ticks). The bound: the task at
-//! the head of the injector is taken within that many pops of its channel
-//! by any one worker that keeps popping it, whatever those pops return.
+//! injector, would never run. So a worker's fairness tick for the channel
+//! (`core::context::FairTick`) counts the channel's tasks it runs, popped
+//! or from its LIFO slot, and at each turn its next pop looks at the
+//! injector before its deque. A turn comes every 2 to 61 runs, about every
+//! 200 µs of the worker's time (tokio's adaptive global queue interval).
+//! The bound: the task at the head of the injector is taken within 61 runs
+//! of its channel's tasks by any one worker that keeps running them.
+//!
+//! A task re-queued by its own poll (a yield) goes behind the injector's
+//! tasks: they move to the worker's deque ahead of it (see
+//! [`WorkQueue::push`]). So a yield lets every task queued at the channel
+//! before it run first, as tokio's and async-executor's do.
 //!
 //! Invariant: every task in a deque or the injector was put there by a push
 //! that marked the channel's status bit afterwards (see `status`). A batch
@@ -72,18 +79,11 @@ pub struct WorkQueue {
     injector: Injector,
 }
 
-/// Every this many pops of a channel, a worker looks at the channel's
-/// injector before its own deque (see the module doc): tokio's number.
-const FAIRNESS_INTERVAL: u32 = 61;
-
-/// Whether this pop of `channel` by `local` is the one in
-/// [`FAIRNESS_INTERVAL`] that looks at the injector first; counts the pop.
+/// Whether this pop of `channel` by `local` is the one that looks at the
+/// injector first (see the module doc); counts the pop.
+#[inline]
 fn injector_first(local: &WorkerLocal, channel: usize) -> bool {
-    let pops = &local.channels[channel].pops;
-    let n = pops.get() + 1;
-    let turn = n >= FAIRNESS_INTERVAL;
-    pops.set(if turn { 0 } else { n });
-    turn
+    local.channels[channel].tick.pop()
 }
 
 /// The most tasks one batch takes from the injector (about crossbeam's,
@@ -150,6 +150,19 @@ impl Injector {
         first
     }
 
+    /// Moves every queued task into `local`, oldest first.
+    #[cold]
+    fn drain_into(&self, local: &Worker<RunningTask>) {
+        let mut queue = self.lock();
+        for task in queue.drain(..) {
+            local.push(task);
+        }
+        self.len.store(0, Ordering::Relaxed);
+        if queue.capacity() > KEEP_CAPACITY {
+            *queue = VecDeque::new();
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -169,16 +182,28 @@ impl WorkQueue {
 
     /// Stores `task`: on the calling worker's local deque if the caller is a
     /// worker of `link`'s pool, else on the shared injector.
+    ///
+    /// A task re-queued by the end of its own poll (a yield, or a wake
+    /// during the poll) goes behind the work queued from outside too: the
+    /// injector's tasks move to the worker's deque first, ahead of it. So a
+    /// yield lets every task queued at its channel run first (those in the
+    /// other workers' deques are theirs to run), and the injector empties
+    /// rather than cycling the yielders through its lock.
     #[inline]
     pub fn push(&self, task: RunningTask, link: &ChannelLink) {
-        if let Err(task) = link.push_local(task) {
+        let pushed = if task.is_requeued() && !self.injector.is_empty() {
+            link.push_local_behind(task, |deque| self.injector.drain_into(deque))
+        } else {
+            link.push_local(task)
+        };
+        if let Err(task) = pushed {
             self.injector.push(task);
         }
     }
 
     /// Takes a task: local deque, then injector, then the other workers'
-    /// deques; every 61st pop by a worker, the injector
-    /// before the local deque (see the module doc). `None` only if it found
+    /// deques; at its fairness tick's turn (see the module doc), the
+    /// injector before the local deque. `None` only if it found
     /// every source empty.
     #[inline]
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {

@@ -220,3 +220,154 @@ fn a_future_woken_from_outside_runs_within_the_bound() {
     );
     futures::executor::block_on(owned.close());
 }
+
+/// Chains of tasks that each submit their successor from inside (through
+/// the LIFO slot, then the worker's deque), and one future woken from a
+/// plain thread again and again: each wake is served within the bound,
+/// counted in chain tasks run. The slot's runs count towards the
+/// channel's fairness tick like pops, and a slot task moved out at the
+/// tick's turn goes behind the worker's own queued work, not ahead of
+/// outside work. (Before: 350-500 ms of 2 ms tasks on 2 workers, the
+/// Hardening issue's W13; here the task count, not the time.)
+#[test]
+fn a_future_woken_from_outside_beats_chains_through_the_lifo_slot() {
+    const CHAINS: usize = 5;
+    const WAKES: u64 = 20;
+    let owned = OwnedPool::new(Flat::with(1, true, true)).unwrap();
+    let pool = owned.pool.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let runs = Arc::new(AtomicU64::new(0));
+    fn link(pool: Arc<Pool<Flat>>, stop: Arc<AtomicBool>, runs: Arc<AtomicU64>) {
+        let next = pool.clone();
+        let _ = pool.work.exec_detached(run(move || {
+            if runs.fetch_add(1, Ordering::SeqCst) < GIVE_UP && !stop.load(Ordering::SeqCst) {
+                link(next, stop, runs);
+            }
+        }));
+    }
+    let (tx, mut rx) = futures::channel::mpsc::unbounded::<()>();
+    // The chain runs counted as each wake was queued (read after the send
+    // returns: the send's own time, on an outside thread, is not the
+    // pool's), and as the woken future was polled.
+    let queued_at = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let polled = {
+        let runs = runs.clone();
+        pool.work.exec(async move {
+            use futures::StreamExt;
+            let mut at = Vec::new();
+            while rx.next().await.is_some() {
+                at.push(runs.load(Ordering::SeqCst));
+            }
+            at
+        })
+    };
+    for _ in 0..CHAINS {
+        link(pool.clone(), stop.clone(), runs.clone());
+    }
+    for _ in 0..WAKES {
+        // Wait for the chains to run, then wake the future from outside.
+        let before = runs.load(Ordering::SeqCst);
+        while runs.load(Ordering::SeqCst) < before + 100 {
+            std::thread::yield_now();
+        }
+        tx.unbounded_send(()).unwrap();
+        queued_at.lock().unwrap().push(runs.load(Ordering::SeqCst));
+    }
+    drop(tx);
+    let polled = futures::executor::block_on(polled).unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let queued_at = queued_at.lock().unwrap();
+    // The bound: the tick's interval, plus the task running as the wake
+    // came.
+    let worst = polled
+        .iter()
+        .zip(queued_at.iter())
+        .map(|(polled, queued)| polled.saturating_sub(*queued))
+        .max()
+        .unwrap();
+    assert_eq!(polled.len() as u64, WAKES);
+    assert!(
+        worst <= FAIRNESS_INTERVAL + 1,
+        "a wake from outside waited {worst} chain tasks"
+    );
+    futures::executor::block_on(owned.close());
+}
+
+/// tokio's `yield_now` contract ("re-added as a pending task at the back
+/// of the pending queue; any other pending tasks will be scheduled",
+/// tokio/src/task/yield_now.rs), as async-executor's users expect too: a
+/// task that yields lets every task already queued at its level run
+/// before it continues, those submitted from outside included (they
+/// waited for the 61st pop before). On 1 and on 2 workers (the second
+/// held, so that one worker sees the whole order).
+#[test]
+fn a_yield_lets_the_tasks_queued_before_it_run_first() {
+    for threads in [1, 2] {
+        let owned = OwnedPool::new(Flat::with(threads, true, true)).unwrap();
+        let pool = owned.pool.clone();
+        let held = (threads == 2).then(|| common::hold_worker(&pool.work));
+        let (go, running) = (Gate::new(), Gate::new());
+        let ran = Arc::new(AtomicU64::new(0));
+        let yielder = {
+            let (go, running, ran) = (go.clone(), running.clone(), ran.clone());
+            pool.work.exec(async move {
+                running.open();
+                go.wait();
+                let mut seen = Vec::new();
+                for _ in 0..10 {
+                    smartpool::yield_now().await;
+                    seen.push(ran.load(Ordering::SeqCst));
+                }
+                seen
+            })
+        };
+        assert!(running.wait_for(FAILSAFE));
+        // Queued from outside while the yielder runs, before its first
+        // yield.
+        let others: Vec<_> = (0..5)
+            .map(|_| {
+                let ran = ran.clone();
+                pool.work.exec(run(move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }))
+            })
+            .collect();
+        go.open();
+        let seen = futures::executor::block_on(yielder).unwrap();
+        assert_eq!(
+            seen[0], 5,
+            "{threads} workers: after the first yield, {seen:?}"
+        );
+        for other in others {
+            futures::executor::block_on(other).unwrap();
+        }
+        if let Some((gate, held)) = held {
+            gate.open();
+            futures::executor::block_on(held).unwrap();
+        }
+        futures::executor::block_on(owned.close());
+    }
+}
+
+/// A task that yields while tasks it submitted itself wait on its worker
+/// lets them run first too (its worker's queue is first in, first out).
+#[test]
+fn a_yield_lets_the_tasks_it_submitted_run_first() {
+    let owned = OwnedPool::new(Flat::with(1, true, true)).unwrap();
+    let pool = owned.pool.clone();
+    let ran = Arc::new(AtomicU64::new(0));
+    let p = pool.clone();
+    let r = ran.clone();
+    let seen = pool.work.exec(async move {
+        for _ in 0..5 {
+            let r = r.clone();
+            let _ = p.work.exec_detached(run(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        smartpool::yield_now().await;
+        r.load(Ordering::SeqCst)
+    });
+    assert_eq!(futures::executor::block_on(seen).unwrap(), 5);
+    futures::executor::block_on(owned.close());
+}

@@ -12,9 +12,9 @@ use smartpool::prelude::*;
 
 /// Nothing runs until the pool is driven; then the exact order is the
 /// schedule's: the high level first, each level first in, first out, a
-/// task spawned by a running task next (the LIFO slot), and a yield into
-/// the driving seat's own queue, which is served before what was submitted
-/// from outside (but for every 61st pop, see `steal`'s fairness).
+/// task spawned by a running task next (the LIFO slot), and a yield
+/// behind every task queued before it, those submitted from outside
+/// included (see `yield_now`).
 #[test]
 fn run_order_is_the_schedules() {
     let owned = OwnedPool::new(TwoLevels::new(0)).unwrap();
@@ -54,8 +54,8 @@ fn run_order_is_the_schedules() {
             "h1",
             "spawner",
             "child",
-            "spawner-after-yield",
             "h2",
+            "spawner-after-yield",
             "l1",
             "l2"
         ]
@@ -246,4 +246,64 @@ fn close_timeout_drives_until_the_deadline() {
     assert_eq!(futures::executor::block_on(done).unwrap(), 0);
     let e = futures::executor::block_on(never).unwrap_err();
     assert_eq!(e.cancel_reason(), Some(CancelReason::CloseTimedOut));
+}
+
+/// A `join` (a scope) in `block_on`'s first poll, on a zero-thread pool:
+/// the driving thread is the pool's worker from the first poll on, so the
+/// scope's wait runs `b` (it waited for ever as a foreign thread, with
+/// nobody to run it).
+#[test]
+fn join_in_block_ons_first_poll_runs_on_a_zero_thread_pool() {
+    let owned = smartpool::Builder::new().threads(0).build().unwrap();
+    let pool = owned.pool.clone();
+    let joined = common::within(common::FAILSAFE, move || {
+        let (a, b) = owned.block_on(async { smartpool::join(pool.level(0), || 1, || 2) });
+        owned.close().wait();
+        (a, b)
+    });
+    assert_eq!(joined, Some((1, 2)));
+}
+
+/// A root future that wakes itself and returns `Pending` until a queued
+/// task has run (tokio's `block_on(yield_now())` tick, a polling loop):
+/// `block_on` runs the queued tasks between the root's polls (it polled
+/// the root for ever at full CPU).
+#[test]
+fn block_on_runs_queued_tasks_between_polls_of_a_self_waking_root() {
+    let owned = smartpool::Builder::new().threads(0).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let _task = owned.pool.level(0).exec(run(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    let done = common::within(common::FAILSAFE, move || {
+        let mut polls = 0u64;
+        owned.block_on(futures::future::poll_fn(|cx| {
+            polls += 1;
+            if ran.load(Ordering::SeqCst) == 1 || polls > 10_000_000 {
+                return std::task::Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }));
+        owned.close().wait();
+        polls
+    });
+    let polls = done.expect("block_on returned");
+    assert!(polls <= 3, "the root was polled {polls} times first");
+}
+
+/// `futures::executor::block_on(handle)` inside a task is not the way to
+/// wait on a pool (it blocks the worker); `pool.block_on` is, even on a
+/// pool of one thread: its wait runs the awaited task.
+#[test]
+fn pool_block_on_inside_a_task_runs_the_awaited_task_on_one_thread() {
+    let owned = smartpool::Builder::new().threads(1).build().unwrap();
+    let pool = owned.pool.clone();
+    let outer = owned.pool.level(0).exec(async move {
+        let inner = pool.level(0).exec(run(|| 21));
+        pool.block_on(inner).unwrap() * 2
+    });
+    assert_eq!(owned.block_on(outer).unwrap(), 42);
+    owned.close().wait();
 }

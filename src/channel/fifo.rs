@@ -12,15 +12,21 @@ use crate::task::RunningTask;
 /// another, a woken future re-queued) go to that worker's local queue, which
 /// it serves first and other workers steal from, as in tokio and rayon: order
 /// is first-in, first-out per submitting thread. So that a worker's own
-/// tasks (a yield loop, futures waking each other) cannot keep outside work
-/// waiting for ever, every 61st pop of the channel by a worker takes from
-/// the shared queue first, as tokio does: a task submitted or woken from
-/// outside the pool waits at most 61 pops of its channel by each worker.
+/// tasks (a yield loop, futures waking each other, chains through the LIFO
+/// slot) cannot keep outside work waiting, a worker takes from the shared
+/// queue first every 2 to 61 of the channel's tasks it runs (about every
+/// 200 µs of its time, as tokio's adaptive interval): a task submitted or
+/// woken from outside the pool waits at most 61 of its channel's tasks on
+/// each worker, and a few when tasks are long. A task that yields goes
+/// behind the shared queue's tasks: a yield lets every task queued before
+/// it run first.
 ///
 /// In the pool's lowest level (or its only one), a task submitted from a
 /// worker thread whose LIFO slot is free runs next on that worker, ahead of
-/// the local queue, unless its worker does not come back for it within the
-/// steal delay (then an idle worker steals it) or the channel is built
+/// the local queue, unless the fairness turn comes first (then the shared
+/// queue's head or the local queue's runs first), its worker does not come
+/// back for it within the steal delay (then an idle worker steals it) or
+/// the channel is built
 /// [`without_lifo_slot`](VecDequeChannel::without_lifo_slot) (see
 /// [`Channel::lifo_slot`]).
 ///

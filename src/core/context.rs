@@ -88,7 +88,7 @@ impl WorkerLocal {
         let channels: Box<[LocalChannel]> = (0..channels)
             .map(|_| LocalChannel {
                 deque: Worker::new_fifo(),
-                pops: Cell::new(0),
+                tick: FairTick::new(),
                 fault: Cell::new(Fault::NONE),
             })
             .collect();
@@ -206,12 +206,97 @@ impl WorkerLocal {
 pub(crate) struct LocalChannel {
     /// The worker's own deque (see `steal`).
     pub(crate) deque: Worker<RunningTask>,
-    /// Pops since this worker last looked at the injector first (see
+    /// When this worker looks at the channel's injector first (see
     /// `steal`'s fairness).
-    pub(crate) pops: Cell<u32>,
+    pub(crate) tick: FairTick,
     /// When this worker looks at the channel again after its `pop`
     /// panicked, and the back-off after the next panic.
     fault: Cell<Fault>,
+}
+
+/// A worker's fairness tick for one channel (see `steal`, "Fairness"):
+/// it counts the channel's tasks the worker runs, popped or from its LIFO
+/// slot, and names the run whose pop looks at the injector first.
+///
+/// The interval adapts, as tokio's does: at each turn the worker reads
+/// the clock once and sets the next interval so that a turn comes about
+/// every [`FairTick::TARGET`] of the worker's time, between
+/// [`FairTick::MIN`] and [`FairTick::MAX`] runs. Short tasks keep the
+/// interval at 61 (one clock read per 61 runs); tasks of a millisecond
+/// bring it down to 2, so outside work waits a few tasks, not 61.
+pub(crate) struct FairTick {
+    /// Runs since the last turn.
+    runs: Cell<u32>,
+    /// Runs from one turn to the next.
+    interval: Cell<u32>,
+    /// When the last turn came.
+    since: Cell<Option<Instant>>,
+    /// A slot run reached the turn: the next pop takes it.
+    owed: Cell<bool>,
+}
+
+impl FairTick {
+    /// The time between turns the interval aims at (tokio's).
+    const TARGET: Duration = Duration::from_micros(200);
+    /// The fewest runs between turns.
+    pub(crate) const MIN: u32 = 2;
+    /// The most runs between turns (tokio's fixed interval): the bound
+    /// the docs state.
+    pub(crate) const MAX: u32 = 61;
+
+    fn new() -> FairTick {
+        FairTick {
+            runs: Cell::new(0),
+            // The first turn sets the clock, the second the interval:
+            // until then, tokio's fixed 61 (the order within a worker's
+            // first runs is its queues' alone).
+            interval: Cell::new(FairTick::MAX),
+            since: Cell::new(None),
+            owed: Cell::new(false),
+        }
+    }
+
+    /// Counts a run; `true` at the turn, which also retunes the interval.
+    #[inline]
+    fn count(&self) -> bool {
+        let n = self.runs.get() + 1;
+        if n < self.interval.get() {
+            self.runs.set(n);
+            return false;
+        }
+        self.runs.set(0);
+        self.retune();
+        true
+    }
+
+    #[cold]
+    fn retune(&self) {
+        let now = Instant::now();
+        if let Some(since) = self.since.replace(Some(now)) {
+            let took = now.saturating_duration_since(since).as_nanos().max(1);
+            let ideal = FairTick::TARGET.as_nanos() * u128::from(self.interval.get()) / took;
+            let ideal = ideal.clamp(u128::from(FairTick::MIN), u128::from(FairTick::MAX));
+            self.interval.set(ideal as u32);
+        }
+    }
+
+    /// A pop of the channel: whether it looks at the injector first.
+    #[inline]
+    pub(crate) fn pop(&self) -> bool {
+        self.owed.replace(false) | self.count()
+    }
+
+    /// A run of the channel's task from the LIFO slot: `false` at the
+    /// turn, when the task goes behind the channel's queued work and the
+    /// next pop looks at the injector first.
+    #[inline]
+    pub(crate) fn slot_run(&self) -> bool {
+        if self.count() {
+            self.owed.set(true);
+            return false;
+        }
+        true
+    }
 }
 
 /// A worker's back-off from a channel whose `pop` panicked.
@@ -475,18 +560,22 @@ pub(crate) fn offer_lifo(
 
 /// Pushes `task` onto the calling worker's local deque for `channel`, if
 /// the caller is a worker of `shared`'s pool that is not moving its slot's
-/// task out (that goes behind outside work); gives it back if not.
+/// task out (that goes behind outside work); gives it back if not. Calls
+/// `before` with the deque first (no user code may run in it).
 #[inline]
 pub(crate) fn push_local(
     shared: &Shared,
     channel: usize,
     task: RunningTask,
+    before: impl FnOnce(&Worker<RunningTask>),
 ) -> Result<(), RunningTask> {
     keep_on_worker(shared, channel, task, |local, task| {
         if local.lifo.is_flushing() {
             return Err(task);
         }
-        local.channels[channel].deque.push(task);
+        let deque = &local.channels[channel].deque;
+        before(deque);
+        deque.push(task);
         Ok(())
     })
 }

@@ -47,7 +47,18 @@ impl ChannelLink {
     /// where the other workers look, behind work queued from outside).
     #[inline]
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {
-        crate::core::context::push_local(&self.shared, self.index, task)
+        crate::core::context::push_local(&self.shared, self.index, task, |_| {})
+    }
+
+    /// [`ChannelLink::push_local`], calling `before` with the worker's
+    /// deque just before the push (`steal` moves outside work there ahead
+    /// of a yielding task).
+    pub(crate) fn push_local_behind(
+        &self,
+        task: RunningTask,
+        before: impl FnOnce(&crossbeam_deque::Worker<RunningTask>),
+    ) -> Result<(), RunningTask> {
+        crate::core::context::push_local(&self.shared, self.index, task, before)
     }
 }
 

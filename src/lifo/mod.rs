@@ -42,13 +42,18 @@
 //!   would escape in the same way, so there only a pool of one level uses
 //!   the slot.
 //! * The worker looks at its slot first in every search (`pool::worker`).
-//!   It runs the task if the schedule would serve the task's level now and
-//!   either fewer than [`MAX_STREAK`] slot tasks ran in a row or no channel
-//!   has queued work (asked of the channels, `Channel::may_have_tasks`: a
-//!   status bit can outlive the last task); otherwise it submits the task to
-//!   its channel (not to its own local queue, which it serves first, but
-//!   behind what is queued there from outside, visible to all) and searches
-//!   the channels.
+//!   A slot task counts towards its channel's fairness tick like a popped
+//!   one (`core::context::FairTick`). At the tick's turn, the worker puts
+//!   the task back in the slot and searches the channels, whose next pop
+//!   looks at the injector first: work submitted or woken from outside
+//!   waits at most one interval of the worker's runs, slot tasks included.
+//!   Otherwise it runs the task if the schedule would serve the task's
+//!   level now and either fewer than [`MAX_STREAK`] slot tasks ran in a
+//!   row or no channel has queued work (asked of the channels,
+//!   `Channel::may_have_tasks`: a status bit can outlive the last task);
+//!   else it submits the task to its channel behind the work queued on
+//!   this worker (as tokio does), where other workers can steal it, and
+//!   searches the channels.
 //! * An idle worker looks at the other workers' slots after the channels
 //!   (`watch`). It steals a task that has sat in one slot for
 //!   [`watch::STEAL_DELAY`] and submits it to its channel, where the
@@ -153,6 +158,9 @@ enum Access {
     /// into the worker's local queue either, which the worker serves first,
     /// but behind the work queued from outside.
     Flushing,
+    /// The slot's task goes behind the channel's queued work: not into
+    /// the slot, but into the worker's local queue, as any task it submits.
+    Closed,
 }
 
 /// The task a worker's slot holds, with its channel's index.
@@ -203,6 +211,13 @@ impl LifoSlot {
     /// worker's local queues closed to submissions.
     pub(crate) fn flushing_during<T>(&self, f: impl FnOnce() -> T) -> T {
         self.with_access(Access::Flushing, f)
+    }
+
+    /// Runs `f` (the slot task's move behind its channel's work, at the
+    /// fairness tick's turn or the end of a streak) with the slot closed
+    /// to submissions.
+    pub(crate) fn closed_during<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.with_access(Access::Closed, f)
     }
 
     /// Whether submissions must skip the worker's local queues now.

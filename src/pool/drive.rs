@@ -48,6 +48,10 @@ use crate::core::context::{self, WorkerContext, WorkerLocal};
 use crate::core::Shared;
 use crate::sync::fence;
 
+/// Tasks a `block_on` runs between two polls of a root that woke itself
+/// (tokio's event interval).
+const ROOT_INTERVAL: usize = 61;
+
 /// Stack a guest may have used below the frame that took its seat and
 /// still start helping: the caller's thread may be std's default 2 MiB, so
 /// a guest keeps half of that for the tasks it runs on top.
@@ -107,7 +111,13 @@ impl<B: PoolBehavior> Pool<B> {
         });
         let waker = Waker::from(signal.clone());
         let mut cx = Context::from_waker(&waker);
-        let mut guest: Option<Guest<'_, B>> = None;
+        // A foreign thread is the pool's worker from the first poll on: a
+        // scope or `join` in that poll then waits as a worker that helps
+        // (on a zero-thread pool, nobody else would run its tasks).
+        let mut guest: Option<Guest<'_, B>> = match context::current_of(self.shared.id) {
+            Some(_) => None,
+            None => Guest::take(self, Some(&waker)),
+        };
         loop {
             signal.woken.store(false, Ordering::SeqCst);
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
@@ -124,6 +134,14 @@ impl<B: PoolBehavior> Pool<B> {
             };
             let mut blocked = None;
             let helped = worker.is_some_and(|worker| {
+                if signal.woken.load(Ordering::SeqCst) {
+                    // Woken during its poll (it woke itself: a yield, a
+                    // polling loop): queued tasks run first, up to a
+                    // fairness interval, as tokio's `block_on` does, or
+                    // the root would spin with nothing else running.
+                    self.run_ready(&worker, ROOT_INTERVAL);
+                    return true;
+                }
                 signal.seat.store(worker.index, Ordering::SeqCst);
                 let done = worker.help_until(&|| signal.woken.load(Ordering::SeqCst));
                 signal.seat.store(NO_SEAT, Ordering::SeqCst);
@@ -157,28 +175,34 @@ impl<B: PoolBehavior> Pool<B> {
     /// workers. Returns 0 at once if every guest seat is taken (another
     /// thread drives).
     pub fn run_until_stalled(self: &Arc<Self>) -> usize {
-        let run = |worker: &WorkerLocal| {
-            let _slice = worker::KeepSlice::of(worker);
-            let context = WorkerContext::worker(&self.shared, worker);
-            let mut cursor = self.levels.cursor(worker.floor);
-            let seat = &self.shared.meters.seats[worker.index];
-            let _outer = worker::Nested::save(&self.shared, worker);
-            let mut ran = 0;
-            while let Some(task) = find(self, &context, &mut cursor) {
-                // (A stale token a move left behind is not a task run.)
-                if execute(self, Some(seat), task) {
-                    ran += 1;
-                }
-            }
-            ran
-        };
         if let Some(worker) = context::current_of(self.shared.id) {
-            return run(&worker);
+            return self.run_ready(&worker, usize::MAX);
         }
         match Guest::take(self, None) {
-            Some(guest) => run(guest.worker()),
+            Some(guest) => self.run_ready(guest.worker(), usize::MAX),
             None => 0,
         }
+    }
+
+    /// Runs up to `most` ready tasks as `worker` (stopping early when
+    /// none is ready); how many it ran.
+    fn run_ready(self: &Arc<Self>, worker: &WorkerLocal, most: usize) -> usize {
+        let _slice = worker::KeepSlice::of(worker);
+        let context = WorkerContext::worker(&self.shared, worker);
+        let mut cursor = self.levels.cursor(worker.floor);
+        let seat = &self.shared.meters.seats[worker.index];
+        let _outer = worker::Nested::save(&self.shared, worker);
+        let mut ran = 0;
+        while ran < most {
+            let Some(task) = find(self, &context, &mut cursor) else {
+                break;
+            };
+            // (A stale token a move left behind is not a task run.)
+            if execute(self, Some(seat), task) {
+                ran += 1;
+            }
+        }
+        ran
     }
 
     /// Drives the close of a zero-thread pool (see the module doc):

@@ -441,25 +441,44 @@ pub(super) fn find<B: PoolBehavior>(
     let status = &pool.shared.status;
     if let Some(local) = worker.local() {
         if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
-            // At the end of a streak, queued work goes first, if there is
-            // any: the slot must not keep a worker from it.
-            if pool.levels.admits(status, cursor, channel)
-                && (local.lifo.extend_streak() || !pool.work_remains())
-            {
+            // The slot's task counts towards the channel's fairness tick
+            // like a popped one. At the tick's turn, the channel's next pop
+            // (below) looks at its injector first, and the task stays in
+            // the slot for the search after: outside work gets its turn,
+            // and the slot keeps its order ahead of the worker's queue.
+            let admitted = pool.levels.admits(status, cursor, channel);
+            if admitted && !local.channels[channel].tick.slot_run() {
+                refill(pool, local, channel, task);
+            } else if admitted && (local.lifo.extend_streak() || !pool.work_remains()) {
+                // At the end of a streak, queued work goes first, if there
+                // is any: the slot must not keep a worker from it.
                 task.set_from(channel);
                 pool.running(worker, channel);
                 return Some(task);
+            } else {
+                // Behind the channel's work queued on this worker (tokio's
+                // LIFO slot does the same), where other workers can steal
+                // it.
+                pool.shared.meters.moved_out(local.index, channel);
+                local
+                    .lifo
+                    .closed_during(|| pool.channel_at(channel).submit(task));
             }
-            pool.shared.meters.moved_out(local.index, channel);
-            local
-                .lifo
-                .flushing_during(|| pool.channel_at(channel).submit(task));
         }
         local.lifo.end_streak();
     }
     let found = pool
         .levels
-        .find(status, cursor, |channel| pool.take(worker, channel));
+        .find(status, cursor, |channel| pool.take(worker, channel))
+        .or_else(|| {
+            // Nothing queued after all: a task refilled at the tick's turn
+            // runs now.
+            let local = worker.local()?;
+            let (channel, task) = pool.shared.lifo[local.index].take()?;
+            task.set_from(channel);
+            pool.running(worker, channel);
+            Some(task)
+        });
     if let Some(end) = pool.levels.slice_end(cursor) {
         // Under RoundRobin: the slice the found task runs in (for
         // `should_yield`).
@@ -468,6 +487,25 @@ pub(super) fn find<B: PoolBehavior>(
         }
     }
     found
+}
+
+/// Puts `task` (of `channel`), just taken from the worker's own slot,
+/// back in it, announced as any fill (see `lifo`).
+#[cold]
+fn refill<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, channel: usize, task: RunningTask) {
+    let shared = &pool.shared;
+    shared.sleep.before_fill();
+    match shared.lifo[local.index].fill((channel, task)) {
+        Ok(()) => shared.sleep.slot_filled(local.idle.get()),
+        // (Only its worker fills a slot, and it just took this one: not
+        // seen. Were it full, the task would go behind the queue.)
+        Err((channel, task)) => {
+            shared.meters.moved_out(local.index, channel);
+            local
+                .lifo
+                .closed_during(|| pool.channel_at(channel).submit(task));
+        }
+    }
 }
 
 /// A seat's activity, saved as a nested search or run begins inside a

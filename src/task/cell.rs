@@ -670,7 +670,7 @@ impl RunningTask {
     /// Whether the token was made by a poll's end that re-queued its task,
     /// woken during the poll (see [`REQUEUED`]; the pool reads it as the
     /// token enters a channel, `enter_channel`).
-    #[cfg(all(test, not(loom)))]
+    #[inline]
     pub(crate) fn is_requeued(&self) -> bool {
         self.task.entry().requeued()
     }

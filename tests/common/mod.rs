@@ -310,3 +310,17 @@ impl PoolBehavior for Flat {
         self.work.submit(task);
     }
 }
+
+/// Runs `f` on a thread of its own; its result if it returns within
+/// `limit`, `None` if not (a hang fails the test instead of hanging it;
+/// the thread is left behind).
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
