@@ -75,6 +75,16 @@ pub trait PoolBehavior: Send + Sync + Sized + 'static {
         BlockingConfig::default()
     }
 
+    /// How long one poll may run while tasks wait at its level or above
+    /// before the pool reports it: a `warn` log naming the channel, and a
+    /// count in the channel's metrics (`ChannelMetrics::stalls`). `None`
+    /// turns the report off. Asked once, when the pool starts; a value
+    /// under a millisecond is taken as one. Needs the `metrics` feature.
+    /// Default: [`DEFAULT_STALL_THRESHOLD`].
+    fn stall_threshold(&self) -> Option<Duration> {
+        Some(DEFAULT_STALL_THRESHOLD)
+    }
+
     /// Called when every worker thread of the pool is blocked (in
     /// [`block_in_place`](crate::block_in_place) with no stand-in, or in a
     /// wait that cannot help) while tasks wait to run: nothing will run
@@ -237,6 +247,10 @@ impl LevelOptions {
 /// thread, where no error can be returned. 4,096 leaves the rest of the
 /// program room.
 pub const MAX_THREADS: usize = 4_096;
+
+/// The default of [`PoolBehavior::stall_threshold`]: a poll of 100 ms
+/// while work waits behind it is reported.
+pub const DEFAULT_STALL_THRESHOLD: Duration = Duration::from_millis(100);
 
 /// The most channels a pool can have, its levels' channels together: a task
 /// records the channel it is in within one word beside its flags (2^24,

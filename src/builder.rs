@@ -6,6 +6,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
@@ -50,6 +51,7 @@ pub struct Builder {
     options: Vec<(usize, LevelOptions)>,
     threads_config: ThreadConfig,
     blocking: BlockingConfig,
+    stall_threshold: Option<Duration>,
     panic_handler: Option<PanicHandler>,
     deadlock_handler: Option<DeadlockHandler>,
 }
@@ -78,6 +80,7 @@ impl Builder {
             options: Vec::new(),
             threads_config: ThreadConfig::default(),
             blocking: BlockingConfig::default(),
+            stall_threshold: Some(crate::DEFAULT_STALL_THRESHOLD),
             panic_handler: None,
             deadlock_handler: None,
         }
@@ -183,6 +186,15 @@ impl Builder {
     /// [`BlockingConfig::default`]; see [`PoolBehavior::blocking`]).
     pub fn blocking(mut self, config: BlockingConfig) -> Builder {
         self.blocking = config;
+        self
+    }
+
+    /// Reports a poll that runs longer than `threshold` while tasks wait at
+    /// its level or above; `None` turns the report off (default:
+    /// [`DEFAULT_STALL_THRESHOLD`](crate::DEFAULT_STALL_THRESHOLD); see
+    /// [`PoolBehavior::stall_threshold`]).
+    pub fn stall_threshold(mut self, threshold: Option<Duration>) -> Builder {
+        self.stall_threshold = threshold;
         self
     }
 
@@ -313,6 +325,7 @@ impl Builder {
             options,
             threads: self.threads_config,
             blocking: self.blocking,
+            stall_threshold: self.stall_threshold,
             panic_handler: self.panic_handler,
             deadlock_handler: self.deadlock_handler,
         })
@@ -345,6 +358,7 @@ pub struct Leveled {
     options: Vec<LevelOptions>,
     threads: ThreadConfig,
     blocking: BlockingConfig,
+    stall_threshold: Option<Duration>,
     panic_handler: Option<PanicHandler>,
     deadlock_handler: Option<DeadlockHandler>,
 }
@@ -392,6 +406,10 @@ impl PoolBehavior for Leveled {
 
     fn blocking(&self) -> BlockingConfig {
         self.blocking.clone()
+    }
+
+    fn stall_threshold(&self) -> Option<Duration> {
+        self.stall_threshold
     }
 
     fn task_panicked(&self, from: Option<usize>, panic: &(dyn Any + Send)) {

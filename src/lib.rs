@@ -151,7 +151,7 @@ pub use crate::core::blocked::{DeadlockReport, WorkerState};
 pub use crate::core::context::WorkerContext;
 pub use behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
-    MAX_CHANNELS, MAX_THREADS,
+    DEFAULT_STALL_THRESHOLD, MAX_CHANNELS, MAX_THREADS,
 };
 pub use blocking::BlockingConfig;
 pub use builder::{Builder, Leveled};

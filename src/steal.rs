@@ -37,9 +37,10 @@
 //! of its channel's tasks by any one worker that keeps running them.
 //!
 //! A task re-queued by its own poll (a yield) goes behind the injector's
-//! tasks: they move to the worker's deque ahead of it (see
-//! [`WorkQueue::push`]). So a yield lets every task queued at the channel
-//! before it run first, as tokio's and async-executor's do.
+//! tasks: they move to the worker's empty deque ahead of it, or, if the
+//! deque holds work, the worker's next pop takes the injector's head first
+//! (see [`WorkQueue::push`]). So a yield lets the tasks queued at the
+//! channel before it run first, as tokio's and async-executor's do.
 //!
 //! Invariant: every task in a deque or the injector was put there by a push
 //! that marked the channel's status bit afterwards (see `status`). A batch
@@ -184,15 +185,24 @@ impl WorkQueue {
     /// worker of `link`'s pool, else on the shared injector.
     ///
     /// A task re-queued by the end of its own poll (a yield, or a wake
-    /// during the poll) goes behind the work queued from outside too: the
-    /// injector's tasks move to the worker's deque first, ahead of it. So a
-    /// yield lets every task queued at its channel run first (those in the
-    /// other workers' deques are theirs to run), and the injector empties
-    /// rather than cycling the yielders through its lock.
+    /// during the poll) goes behind the work queued from outside too. If
+    /// the worker's deque is empty, the injector's tasks move there first,
+    /// ahead of it: every task queued at the channel runs before it (those
+    /// in other workers' deques are theirs to run). Else the worker's next
+    /// pop looks at the injector first: its head runs before the yielder,
+    /// and no outside task waits behind the deque longer than the bound.
+    /// Either way the injector empties, rather than cycling the yielders
+    /// through its lock.
     #[inline]
     pub fn push(&self, task: RunningTask, link: &ChannelLink) {
         let pushed = if task.is_requeued() && !self.injector.is_empty() {
-            link.push_local_behind(task, |deque| self.injector.drain_into(deque))
+            link.push_local_behind(task, |mine| {
+                if mine.deque.is_empty() {
+                    self.injector.drain_into(&mine.deque);
+                } else {
+                    mine.tick.owe();
+                }
+            })
         } else {
             link.push_local(task)
         };

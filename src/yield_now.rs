@@ -9,12 +9,13 @@ use std::task::{Context, Poll};
 ///
 /// On a pool, the woken task goes back through its behavior's `followup`
 /// like any wake, and enters its channel behind the work already queued
-/// there (never the LIFO slot): behind the worker's own queue and the
-/// channel's shared queue (work submitted or woken from outside), whose
-/// tasks move to the worker's queue ahead of it. So every task queued at
-/// its channel before the yield runs before it continues, on any number
-/// of workers (those queued on other workers run there). A higher level
-/// still goes first.
+/// there (never the LIFO slot): behind the worker's own queue, and behind
+/// the channel's shared queue (work submitted or woken from outside),
+/// whose tasks move to the worker's queue ahead of it when that queue is
+/// empty (else the shared queue's head runs next). So the tasks queued at
+/// its channel before the yield run before it continues, on any number of
+/// workers (those queued on other workers run there). A higher level still
+/// goes first.
 ///
 /// Where it differs from tokio on purpose: tokio keeps a yielded task in a
 /// list private to its worker until that worker finds no other work (or

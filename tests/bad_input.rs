@@ -130,7 +130,7 @@ fn pick<T: Copy>(u: &mut arbitrary::Unstructured<'_>, values: &[T]) -> arbitrary
 
 /// Property: a pool built from extreme values of every setting of the
 /// `Builder` (levels, threads, schedule, complete_on_close, level options,
-/// thread and blocking settings) either is an `Err`, or serves a task on
+/// thread, blocking and stall settings) either is an `Err`, or serves a task on
 /// its highest and lowest level and a `spawn_blocking`, and closes. Never
 /// a panic, a hang or an abort.
 #[test]
@@ -171,6 +171,13 @@ fn extreme_pools_build_or_refuse_and_close() {
         if u.arbitrary()? {
             b = b.stack_size(pick(u, &[0, MIN_STACK_SIZE - 1, MIN_STACK_SIZE, 8 << 20])?);
         }
+        let stall = [
+            None,
+            Some(Duration::ZERO),
+            Some(Duration::from_nanos(1)),
+            Some(Duration::MAX),
+        ];
+        b = b.stall_threshold(pick(u, &stall)?);
         b = b.blocking(BlockingConfig {
             max_threads: pick(u, &[0, 1, usize::MAX])?,
             keep_alive: pick(u, &durations)?,

@@ -371,3 +371,47 @@ fn a_yield_lets_the_tasks_it_submitted_run_first() {
     assert_eq!(futures::executor::block_on(seen).unwrap(), 5);
     futures::executor::block_on(owned.close());
 }
+
+/// A task in the LIFO slot runs at the worker's next search even while the
+/// fairness interval is at its shortest (long polls bring it to 2 runs):
+/// the turn that passes it over once is the slot's, and the pop after it
+/// does not count a second run (a cold review found it passed over for
+/// ever: each search found the turn again).
+#[test]
+fn a_slot_task_runs_while_the_fairness_interval_is_short() {
+    let owned = OwnedPool::new(Flat::with(1, true, true)).unwrap();
+    let pool = owned.pool.clone();
+    let ran = Arc::new(AtomicBool::new(false));
+    let p = pool.clone();
+    let r = ran.clone();
+    let looper = pool.work.exec(async move {
+        let spin = |d: std::time::Duration| {
+            let start = std::time::Instant::now();
+            while start.elapsed() < d {
+                std::hint::spin_loop();
+            }
+        };
+        // Long polls: the worker's interval comes down to its least.
+        for _ in 0..200 {
+            spin(std::time::Duration::from_micros(300));
+            smartpool::yield_now().await;
+        }
+        // Into the slot (submitted on the worker), then yield until it ran.
+        let r2 = r.clone();
+        let _ = p
+            .work
+            .exec_detached(run(move || r2.store(true, Ordering::SeqCst)));
+        for polls in 0..2_000u32 {
+            if r.load(Ordering::SeqCst) {
+                return polls;
+            }
+            spin(std::time::Duration::from_micros(300));
+            smartpool::yield_now().await;
+        }
+        u32::MAX
+    });
+    let polls = futures::executor::block_on(looper).unwrap();
+    assert!(ran.load(Ordering::SeqCst), "the slot's task never ran");
+    assert!(polls <= 2, "the slot's task ran after {polls} yields");
+    futures::executor::block_on(owned.close());
+}

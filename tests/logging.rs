@@ -186,3 +186,45 @@ fn a_deadlock_is_logged_as_an_error_beside_the_handler() {
         "{logged:#?}"
     );
 }
+
+/// A poll that blocks while work waits at its level is logged at warn by
+/// the pool's watcher thread, naming the channel.
+#[test]
+fn a_stalled_poll_is_logged_as_a_warning_with_its_channel() {
+    #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
+    struct StallProbe;
+    struct Probe(VecDequeChannel);
+    impl PoolBehavior for Probe {
+        type ChannelKey = StallProbe;
+        fn config(&self) -> PoolConfig<StallProbe> {
+            PoolConfig {
+                threads: 1,
+                schedule: ScheduleAlgorithm::HighestFirst,
+                levels: vec![vec![ChannelParams {
+                    key: StallProbe,
+                    complete_on_close: true,
+                }]],
+            }
+        }
+        fn channel(&self, _: StallProbe) -> &dyn Channel {
+            &self.0
+        }
+        fn stall_threshold(&self) -> Option<std::time::Duration> {
+            Some(std::time::Duration::from_millis(5))
+        }
+    }
+    recorder();
+    let owned = OwnedPool::new(Probe(VecDequeChannel::new())).unwrap();
+    let (gate, held) = hold_worker(&owned.pool.0);
+    let waiting = owned.pool.0.exec(run(|| ()));
+    let stalled = |r: &Record| r.level == log::Level::Warn && r.text.contains("StallProbe");
+    let start = std::time::Instant::now();
+    while !records(|t| t == "smartpool-watch").iter().any(stalled) {
+        assert!(start.elapsed() < common::FAILSAFE, "no stall logged");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    gate.open();
+    owned.block_on(held).unwrap();
+    owned.block_on(waiting).unwrap();
+    owned.close().wait();
+}

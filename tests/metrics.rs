@@ -362,3 +362,66 @@ fn a_seat_given_back_stops_counting_busy_time() {
     assert_eq!(owned.pool.metrics().levels[1].busy, before);
     block_on(owned.close());
 }
+
+/// A poll that blocks (here on a latch, as `futures::executor::block_on`
+/// on a handle would) while a task waits at its level is reported once:
+/// one stall in the channel's metrics, while the poll still runs.
+#[test]
+fn a_poll_that_blocks_while_work_waits_is_a_stall() {
+    let owned = smartpool::Builder::new()
+        .threads(1)
+        .stall_threshold(Some(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    let pool = owned.pool.clone();
+    let (gate, running) = (common::Gate::new(), common::Gate::new());
+    let (g, r) = (gate.clone(), running.clone());
+    let blocker = pool.level(0).exec(run(move || {
+        r.open();
+        g.wait();
+    }));
+    assert!(running.wait_for(common::FAILSAFE));
+    let waiting = pool.level(0).exec(run(|| ()));
+    let start = Instant::now();
+    while pool.metrics().channels[0].stalls == 0 {
+        assert!(start.elapsed() < common::FAILSAFE, "no stall reported");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gate.open();
+    owned.block_on(blocker).unwrap();
+    owned.block_on(waiting).unwrap();
+    assert_eq!(pool.metrics().channels[0].stalls, 1, "reported once");
+    owned.close().wait();
+}
+
+/// A poll that blocks after it put a task in its worker's LIFO slot (the
+/// common mistake: `futures::executor::block_on` on the handle of a task
+/// it just spawned) is a stall too: the slot's task waits, with no status
+/// bit. Here the poll blocks on a latch, so the test can end it.
+#[test]
+fn a_poll_that_blocks_over_its_slots_task_is_a_stall() {
+    let owned = smartpool::Builder::new()
+        .threads(1)
+        .stall_threshold(Some(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    let pool = owned.pool.clone();
+    let (gate, running) = (common::Gate::new(), common::Gate::new());
+    let (g, r, p) = (gate.clone(), running.clone(), pool.clone());
+    let blocker = pool.level(0).exec(run(move || {
+        let child = p.level(0).exec(run(|| 7));
+        r.open();
+        g.wait();
+        child
+    }));
+    assert!(running.wait_for(common::FAILSAFE));
+    let start = Instant::now();
+    while pool.metrics().channels[0].stalls == 0 {
+        assert!(start.elapsed() < common::FAILSAFE, "no stall reported");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gate.open();
+    let child = owned.block_on(blocker).unwrap();
+    assert_eq!(owned.block_on(child).unwrap(), 7);
+    owned.close().wait();
+}

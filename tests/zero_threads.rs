@@ -11,10 +11,10 @@ use common::{DropCounter, Flat, TwoLevels};
 use smartpool::prelude::*;
 
 /// Nothing runs until the pool is driven; then the exact order is the
-/// schedule's: the high level first, each level first in, first out, a
-/// task spawned by a running task next (the LIFO slot), and a yield
-/// behind every task queued before it, those submitted from outside
-/// included (see `yield_now`).
+/// schedule's: the high level first, each level first in, first out,
+/// and a yield behind every task queued before it, those submitted from
+/// outside included: the shared queue's head first, as the seat's own
+/// queue holds the child (see `yield_now`).
 #[test]
 fn run_order_is_the_schedules() {
     let owned = OwnedPool::new(TwoLevels::new(0)).unwrap();
@@ -53,8 +53,8 @@ fn run_order_is_the_schedules() {
         [
             "h1",
             "spawner",
-            "child",
             "h2",
+            "child",
             "spawner-after-yield",
             "l1",
             "l2"

@@ -283,7 +283,15 @@ impl FairTick {
     /// A pop of the channel: whether it looks at the injector first.
     #[inline]
     pub(crate) fn pop(&self) -> bool {
-        self.owed.replace(false) | self.count()
+        // An owed turn is the slot run's, counted there: so the slot's
+        // task runs at the next search, whatever the interval.
+        self.owed.replace(false) || self.count()
+    }
+
+    /// The next pop looks at the injector first (a yield while the
+    /// worker's queue holds work: see `steal`).
+    pub(crate) fn owe(&self) {
+        self.owed.set(true);
     }
 
     /// A run of the channel's task from the LIFO slot: `false` at the
@@ -561,21 +569,22 @@ pub(crate) fn offer_lifo(
 /// Pushes `task` onto the calling worker's local deque for `channel`, if
 /// the caller is a worker of `shared`'s pool that is not moving its slot's
 /// task out (that goes behind outside work); gives it back if not. Calls
-/// `before` with the deque first (no user code may run in it).
+/// `before` with the worker's state for the channel first (no user code
+/// may run in it).
 #[inline]
 pub(crate) fn push_local(
     shared: &Shared,
     channel: usize,
     task: RunningTask,
-    before: impl FnOnce(&Worker<RunningTask>),
+    before: impl FnOnce(&LocalChannel),
 ) -> Result<(), RunningTask> {
     keep_on_worker(shared, channel, task, |local, task| {
         if local.lifo.is_flushing() {
             return Err(task);
         }
-        let deque = &local.channels[channel].deque;
-        before(deque);
-        deque.push(task);
+        let mine = &local.channels[channel];
+        before(mine);
+        mine.deque.push(task);
         Ok(())
     })
 }

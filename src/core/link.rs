@@ -51,12 +51,12 @@ impl ChannelLink {
     }
 
     /// [`ChannelLink::push_local`], calling `before` with the worker's
-    /// deque just before the push (`steal` moves outside work there ahead
-    /// of a yielding task).
+    /// state for the channel just before the push (`steal` puts outside
+    /// work ahead of a yielding task there).
     pub(crate) fn push_local_behind(
         &self,
         task: RunningTask,
-        before: impl FnOnce(&crossbeam_deque::Worker<RunningTask>),
+        before: impl FnOnce(&crate::core::context::LocalChannel),
     ) -> Result<(), RunningTask> {
         crate::core::context::push_local(&self.shared, self.index, task, before)
     }

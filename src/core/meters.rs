@@ -202,6 +202,11 @@ pub(crate) struct SeatMeters {
     pub(crate) busy: Box<[Lined<Counter>]>,
     /// Tasks this seat stole from another worker's queue.
     pub(crate) steals: Counter,
+    /// Tasks this seat ran inline inside a waiting one (`Pool::run_now`),
+    /// which no channel held, and changes of its activity: with the
+    /// running channel's `taken`, the seat's progress (see
+    /// [`Meters::progress`]).
+    pub(crate) inline: Counter,
     /// See [`IDLE`].
     activity: AtomicU32,
     /// The level the seat runs, or [`NO_LEVEL`].
@@ -241,6 +246,7 @@ impl SeatMeters {
     #[cold]
     #[inline(never)]
     fn switch(&self, meters: &Meters, code: u32) {
+        self.inline.add(1);
         self.activity.store(code, Ordering::Relaxed);
         let level = meters.level_of[code as usize - 1];
         if self.level.load(Ordering::Relaxed) != level {
@@ -371,6 +377,9 @@ pub(crate) struct Meters {
     cancelled: Box<[AtomicU64]>,
     /// Per channel: tokens dropped in it, unrun (cancelled, or stale).
     dropped: Box<[AtomicU64]>,
+    /// Per channel: polls of its tasks the stall watcher reported (its
+    /// one writer, see `pool::stall`).
+    pub(crate) stalls: Box<[Counter]>,
 }
 
 impl Meters {
@@ -390,6 +399,7 @@ impl Meters {
                     waits: (0..channels).map(|_| Waits::default()).collect(),
                     busy: (0..levels).map(|_| Lined(Counter::default())).collect(),
                     steals: Counter::default(),
+                    inline: Counter::default(),
                     activity: AtomicU32::new(IDLE),
                     level: AtomicU32::new(NO_LEVEL),
                     since: AtomicU64::new(0),
@@ -401,6 +411,7 @@ impl Meters {
             }),
             cancelled: (0..channels).map(|_| AtomicU64::new(0)).collect(),
             dropped: (0..channels).map(|_| AtomicU64::new(0)).collect(),
+            stalls: (0..channels).map(|_| Counter::default()).collect(),
         }
     }
 
@@ -418,8 +429,20 @@ impl Meters {
     #[inline]
     pub(crate) fn running(&self, seat: usize, channel: usize) {
         if let (true, Some(seat)) = (ENABLED, self.seats.get(seat)) {
+            seat.inline.add(1);
             seat.running(self, channel);
         }
+    }
+
+    /// Seat `seat`'s progress while it runs a task of `channel`: the
+    /// channel's tasks it took, the tasks it ran inline, and its changes
+    /// of activity (a task of another channel, run in a wait, changes it).
+    /// A seat running `channel` with the same progress in two looks ran
+    /// one poll between them (see `pool::stall`).
+    pub(crate) fn progress(&self, seat: usize, channel: usize) -> u64 {
+        let seat = &self.seats[seat];
+        let taken = seat.channels.get(channel).map_or(0, |c| c.taken.get());
+        taken + seat.inline.get()
     }
 
     /// Seat `seat` (the caller's) took a task out of channel `channel` to

@@ -146,6 +146,14 @@ impl<B: PoolBehavior> Pool<B> {
                 self.work_remains()
             })
         });
+        // While a stand-in serves its place, the seat runs nothing of the
+        // pool's: it shows idle (and no stall; see `stall`), and its
+        // activity comes back as `f` returns.
+        let _restore = stand_in.is_some().then(|| {
+            let nested = super::worker::Nested::save(shared, local);
+            shared.meters.seats[local.index].idle(shared.meters.epoch);
+            nested
+        });
         let result = catch_unwind(AssertUnwindSafe(f));
         if let Some(stand_in) = stand_in {
             stand_in.retire(shared);

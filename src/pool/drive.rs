@@ -185,8 +185,12 @@ impl<B: PoolBehavior> Pool<B> {
     }
 
     /// Runs up to `most` ready tasks as `worker` (stopping early when
-    /// none is ready); how many it ran.
+    /// none is ready, or at once if its stack is past its budget: each
+    /// task may nest another wait); how many it ran.
     fn run_ready(self: &Arc<Self>, worker: &WorkerLocal, most: usize) -> usize {
+        if worker::over_stack_budget(worker) {
+            return 0;
+        }
         let _slice = worker::KeepSlice::of(worker);
         let context = WorkerContext::worker(&self.shared, worker);
         let mut cursor = self.levels.cursor(worker.floor);
@@ -242,6 +246,11 @@ impl<B: PoolBehavior> Pool<B> {
         // TERMINATED, fence (pairs with the post fence of a push that raced
         // termination), drain, signal.
         fence(crate::sync::Ordering::SeqCst);
+        // The driving seat's slot too (`drain_all` leaves slots alone): a
+        // task a last one put there is dropped before close is signalled.
+        if let Some(worker) = context::current_of(shared.id) {
+            drop(shared.lifo[worker.index].take());
+        }
         self.drain_all();
         shared.close.finish();
         true

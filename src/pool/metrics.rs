@@ -50,6 +50,10 @@ pub struct ChannelMetrics<K> {
     /// How long its tasks waited in the queue, from submission to their
     /// first poll: one new task in 64 (per submitting thread) is measured.
     pub queue_wait: QueueWait,
+    /// Polls of the channel's tasks that ran past the pool's stall
+    /// threshold while tasks waited at their level or above (see
+    /// [`PoolBehavior::stall_threshold`](crate::PoolBehavior::stall_threshold)).
+    pub stalls: u64,
 }
 
 /// Sampled queue waits of a channel's tasks (see
@@ -181,6 +185,7 @@ impl<B: PoolBehavior> Pool<B> {
                     cancelled: sum.cancelled + sum.aborted,
                     queued: (sum.submitted + sum.reentered).saturating_sub(sum.taken + sum.dropped),
                     queue_wait: QueueWait::from_buckets(&sum.waits, sum.max_wait),
+                    stalls: meters.stalls[index].get(),
                 }
             })
             .collect();

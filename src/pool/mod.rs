@@ -6,6 +6,7 @@ mod drive;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod owned;
+mod stall;
 mod worker;
 
 pub use blocking::block_in_place;

@@ -39,6 +39,8 @@ pub struct OwnedPool<B: PoolBehavior> {
     /// The shared handle to the pool.
     pub pool: Arc<Pool<B>>,
     threads: Vec<thread::JoinHandle<()>>,
+    /// The stall watcher, if any (see `stall`).
+    watcher: Option<super::stall::Watcher>,
     /// Whether close has not been called yet (what `Drop` does then).
     open: bool,
 }
@@ -213,9 +215,11 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 }
             }
         }
+        let watcher = super::stall::Watcher::start(&pool);
         Ok(OwnedPool {
             pool,
             threads: handles,
+            watcher,
             open: true,
         })
     }
@@ -273,6 +277,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             shared: self.pool.shared.clone(),
             pool: Arc::as_ptr(&self.pool).cast::<()>() as usize,
             threads: std::mem::take(&mut self.threads),
+            watcher: self.watcher.take(),
             driver,
             stop_at: None,
         }
@@ -323,6 +328,7 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         self.open = false;
         self.pool.shared.begin_close();
         let threads = std::mem::take(&mut self.threads);
+        let watcher = self.watcher.take();
         if context::is_own_worker_of(self.pool.shared.id) || polling_a_task_of(&self.pool) {
             log::warn!("smartpool: OwnedPool dropped inside its own pool; closing without waiting");
             return;
@@ -360,6 +366,9 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         for handle in threads {
             let _ = handle.join();
         }
+        if let Some(watcher) = watcher {
+            watcher.stop();
+        }
     }
 }
 
@@ -379,6 +388,8 @@ pub struct Close {
     /// The pool's address, to tell its tasks.
     pool: usize,
     threads: Vec<thread::JoinHandle<()>>,
+    /// The stall watcher, stopped once the pool closed.
+    watcher: Option<super::stall::Watcher>,
     /// For a zero-thread pool: what drives it (see `drive`).
     driver: Option<Driver>,
     /// For a zero-thread pool: when a poll stops driving and returns
@@ -431,6 +442,9 @@ impl Future for Close {
                 );
             }
             return Poll::Pending;
+        }
+        if let Some(watcher) = self.watcher.take() {
+            watcher.stop();
         }
         // Every worker has left its loop; joining only waits for the last
         // one to return from the function that signalled us.

@@ -257,6 +257,12 @@ impl<B: PoolBehavior> Hooks<B> {
     }
 }
 
+/// Whether the worker uses more of its stack than its budget allows for
+/// running tasks on top (see `help_stack_budget`).
+pub(super) fn over_stack_budget(local: &WorkerLocal) -> bool {
+    local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get()
+}
+
 /// An address on the current stack, to measure how much of it is in use
 /// (stacks grow down on every platform Rust's std supports threads on but a
 /// few; there, `used` reads 0 and the budget never binds).
@@ -287,7 +293,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let pool = &*self.pool;
         let shared = &*pool.shared;
         let _outer = Nested::save(shared, local);
-        if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
+        if over_stack_budget(local) {
             if let Some((channel, task)) = shared.lifo[local.index].take() {
                 shared.meters.moved_out(local.index, channel);
                 local
@@ -347,7 +353,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let _slice = KeepSlice::of(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
-        if local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get() {
+        if over_stack_budget(local) {
             return;
         }
         // As `exec` admits a new task: counted if the channel is

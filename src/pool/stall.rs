@@ -1,0 +1,215 @@
+//! Stall detection: a poll that runs too long while work waits is reported.
+//!
+//! # Rule
+//!
+//! A seat that runs one poll for longer than the pool's threshold
+//! ([`PoolBehavior::stall_threshold`]) while a task waits at that poll's
+//! level or above is reported once: a `warn` log naming the channel, and
+//! one more in the channel's [`ChannelMetrics::stalls`]. (glommio's
+//! `detect_stalls` and tokio-console's long-poll warning do the same.)
+//!
+//! # Why
+//!
+//! A blocking call inside a task (`futures::executor::block_on` on a
+//! handle, a lock held across slow work) keeps its worker from every task
+//! queued behind it. On a pool of one thread that is a hang, and nothing
+//! said so.
+//!
+//! # How
+//!
+//! One watcher thread per pool looks at every seat each quarter of the
+//! threshold. It reads what `core::meters` keeps anyway: the seat's
+//! activity (the channel of the task it runs, or idle) and its progress
+//! (the channel's tasks taken, tasks run inline in a wait, changes of
+//! activity: three counts, whatever the pool's size). A seat seen running the same
+//! channel with the same progress for the threshold has run one poll that
+//! long. A wait that helps makes progress, so it is not a stall. While
+//! every seat is idle the watcher looks less often, down to once a second.
+//!
+//! # Why nothing is lost
+//!
+//! The watcher only reads, and writes only its own counts: no worker ever
+//! waits for it. It holds the pool's shared state, never the pool (whose
+//! behavior must not be dropped on its thread), and ends as soon as its
+//! `Watcher` is stopped or dropped: the pool's close joins it.
+//!
+//! Needs the `metrics` feature (the activity and progress it reads).
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::Pool;
+use crate::behavior::PoolBehavior;
+
+/// The longest a watcher waits between two looks, while the pool is idle.
+const IDLE_LOOK: Duration = Duration::from_secs(1);
+
+/// The shortest threshold: a shorter one is taken as this.
+pub(crate) const MIN_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// A pool's watcher thread and its stop signal (see the module doc).
+/// Dropping it stops the thread without waiting for it.
+pub(crate) struct Watcher {
+    stop: Arc<Stop>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    /// Waits up to `period`; `true` once stopped.
+    fn wait(&self, period: Duration) -> bool {
+        let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        let (stopped, _) = self
+            .wake
+            .wait_timeout_while(stopped, period, |stopped| !*stopped)
+            .unwrap_or_else(|p| p.into_inner());
+        *stopped
+    }
+}
+
+impl Watcher {
+    /// Starts the watcher of `pool`, if its threshold is set (and the
+    /// `metrics` feature is on); `None` otherwise, or if no thread could
+    /// be started (the pool works without it, and the error is logged).
+    pub(crate) fn start<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Option<Watcher> {
+        let threshold = pool.behavior.stall_threshold()?.max(MIN_THRESHOLD);
+        if !crate::core::meters::ENABLED {
+            return None;
+        }
+        let stop = Arc::new(Stop::default());
+        let seen = Seen {
+            shared: pool.shared.clone(),
+            waiting: (0..=pool.levels.lowest())
+                .map(|level| pool.levels.bits_down_to(level).clone())
+                .collect(),
+        };
+        let s = stop.clone();
+        let spawned = thread::Builder::new()
+            .name("smartpool-watch".into())
+            .stack_size(256 << 10)
+            .spawn(move || watch(&seen, threshold, &s));
+        match spawned {
+            Ok(thread) => Some(Watcher {
+                stop,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                log::error!("smartpool: no stall watcher thread could be started: {e}");
+                None
+            }
+        }
+    }
+
+    /// Stops the watcher and waits for its thread to end.
+    pub(crate) fn stop(mut self) {
+        self.stop.set();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.set();
+    }
+}
+
+/// What the watcher reads: the pool's shared state, and per level the
+/// status bits of that level and those above.
+struct Seen {
+    shared: Arc<crate::core::Shared>,
+    waiting: Box<[crate::status::BitSet]>,
+}
+
+/// What the watcher saw of one seat.
+#[derive(Clone, Copy)]
+struct Look {
+    /// The channel of the task it ran, if any.
+    channel: Option<usize>,
+    progress: u64,
+    /// Since when the seat showed this channel and progress.
+    since: Instant,
+    /// Whether this poll was reported already.
+    reported: bool,
+}
+
+/// The watcher's loop (see the module doc).
+fn watch(seen: &Seen, threshold: Duration, stop: &Stop) {
+    let busy_look = threshold / 4;
+    let mut period = busy_look;
+    let mut looks: Vec<Look> = Vec::new();
+    while !stop.wait(period) {
+        if seen.shared.close.is_terminated() {
+            return;
+        }
+        let busy = look(seen, &mut looks, threshold);
+        period = if busy {
+            busy_look
+        } else {
+            period.saturating_mul(2).min(IDLE_LOOK.max(busy_look))
+        };
+    }
+}
+
+/// One look at every seat: reports the polls past `threshold`; `true` if
+/// some seat runs a task.
+fn look(seen: &Seen, looks: &mut Vec<Look>, threshold: Duration) -> bool {
+    let shared = &*seen.shared;
+    let meters = &shared.meters;
+    let now = Instant::now();
+    let mut busy = false;
+    for (seat, meter) in meters.seats.iter().enumerate() {
+        let channel = meter.running_now().map(|r| r.channel);
+        let progress = channel.map_or(0, |c| meters.progress(seat, c));
+        busy |= channel.is_some();
+        let fresh = Look {
+            channel,
+            progress,
+            since: now,
+            reported: false,
+        };
+        let Some(last) = looks.get_mut(seat) else {
+            looks.push(fresh);
+            continue;
+        };
+        if last.channel != channel || last.progress != progress {
+            *last = fresh;
+            continue;
+        }
+        let Some(channel) = channel else { continue };
+        let ran = now.saturating_duration_since(last.since);
+        if last.reported || ran < threshold {
+            continue;
+        }
+        let level = shared.channels[channel].level;
+        // Queued work has a status bit; a LIFO slot's task (of the lowest
+        // level) has none.
+        let waiting = shared.status.any_in_set(&seen.waiting[level])
+            || (level + 1 == seen.waiting.len() && shared.lifo.iter().any(|s| s.look().is_full()));
+        if !waiting {
+            continue;
+        }
+        last.reported = true;
+        meters.stalls[channel].add(1);
+        log::warn!(
+            "smartpool: pool {} seat {seat}: a task of channel {} has run one poll for {ran:?} \
+             while tasks wait at its level or above; a blocking call in a task? (wait with \
+             pool.block_on, or block in block_in_place or spawn_blocking)",
+            shared.id,
+            shared.channels[channel].name,
+        );
+    }
+    busy
+}
