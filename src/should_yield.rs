@@ -9,10 +9,12 @@
 //! What it reads, all state the pool keeps anyway: the status bits of the
 //! channels the running task's level gives way to (under HighestFirst, the
 //! levels above it; under RoundRobin, every other level), and then, under
-//! HighestFirst, whether any worker that serves every level is idle or
-//! asleep (the sleep counters: if one is, it takes the urgent task, and
-//! the running task need not yield; a worker reserved for some levels is
-//! not counted, see `Sleep::all_busy`); under RoundRobin, whether the worker's slice is over (a clock
+//! HighestFirst, whether any worker that serves every level is awake and
+//! searching (the sleep counters: if one is, it takes the urgent task at
+//! once, and the running task need not yield; one asleep or watching would
+//! take a wake-up first, so the task yields; a worker reserved for some
+//! levels is not counted, see `Sleep::none_searching`); under RoundRobin,
+//! whether the worker's slice is over (a clock
 //! read, only when another level has work). A status bit may be stale (set
 //! after the last task was taken, until a search clears it): then a task
 //! yields once for nothing, which costs a trip through its channel.
@@ -24,7 +26,8 @@ use std::task::{Context, Poll};
 /// Whether the task running on the calling thread should give its worker
 /// up now: a task of a level above its own (under
 /// [`ScheduleAlgorithm::HighestFirst`](crate::ScheduleAlgorithm)) waits and
-/// no idle worker will take it, or (under `RoundRobin`) its level's time
+/// no worker is searching to take it at once (one asleep would need a
+/// wake-up first), or (under `RoundRobin`) its level's time
 /// slice is over and another level has work. `false` off a pool's worker,
 /// and outside a task.
 ///

@@ -57,12 +57,18 @@ impl Bit {
 /// pool numbers its channels level by level, so a level, or the levels
 /// above one, is one run). Its size is the number of runs, not of channels:
 /// a pool's start-up stays linear in its levels.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct BitSet {
     /// The runs, as half-open index ranges, sorted and apart.
     runs: Box<[(usize, usize)]>,
     /// The same runs as words: one load per word asks whether any is set.
     spans: Box<[Span]>,
+    /// The first span's first word and its mask, kept inline: most sets
+    /// (a level, the levels above one) are one word, asked with one load
+    /// and no indirection (`should_yield` asks on every call).
+    head: (usize, u64),
+    /// Whether the head is the whole set.
+    single: bool,
 }
 
 /// A run's words: `first..=last`, the first and last masked.
@@ -72,6 +78,13 @@ struct Span {
     last: usize,
     first_mask: u64,
     last_mask: u64,
+}
+
+impl Default for BitSet {
+    /// The empty set.
+    fn default() -> BitSet {
+        BitSet::of_runs([])
+    }
 }
 
 impl BitSet {
@@ -105,9 +118,14 @@ impl BitSet {
                 }
             })
             .collect();
+        let spans: Box<[Span]> = spans;
+        let head = spans.first().map_or((0, 0), |s| (s.first, s.first_mask));
+        let single = spans.len() <= 1 && spans.first().map_or(true, |s| s.first == s.last);
         BitSet {
             runs: merged.into(),
             spans,
+            head,
+            single,
         }
     }
 
@@ -149,6 +167,14 @@ impl BitSet {
     /// Whether any of these bits is set in `words`, loaded with `order`.
     #[inline]
     fn any(&self, words: &[Word], order: Ordering) -> bool {
+        if words[self.head.0].load(order) & self.head.1 != 0 {
+            return true;
+        }
+        !self.single && self.any_beyond_head(words, order)
+    }
+
+    #[cold]
+    fn any_beyond_head(&self, words: &[Word], order: Ordering) -> bool {
         self.spans.iter().any(|s| {
             if words[s.first].load(order) & s.first_mask != 0 {
                 return true;

@@ -443,7 +443,7 @@ impl WorkerLocal {
             return false;
         }
         if !shared.round_robin {
-            return shared.sleep.all_busy();
+            return shared.sleep.none_searching();
         }
         // Before its first search a worker has no slice: not over.
         self.slice_end

@@ -699,16 +699,17 @@ impl Sleep {
         }
     }
 
-    /// Whether no worker of the common domain is idle or asleep: a new
-    /// task has nobody to take it but a busy worker (one load; a hint). A
-    /// reserved domain's idle worker is not counted: it may not serve the
-    /// level that waits (so a task may yield to work a reserved worker was
-    /// about to take: a trip through its channel, never an inversion).
+    /// Whether no worker of the common domain is awake and searching: a
+    /// new task has nobody to take it at once (two loads; a hint). Asleep
+    /// or watching (a timed wait), a worker needs a wake-up, tens of
+    /// microseconds, before it looks: the running task gives way sooner.
+    /// A reserved domain's idle worker is not counted: it may not serve
+    /// the level that waits (so a task may yield to work a reserved worker
+    /// was about to take: a trip through its channel, never an inversion).
     #[inline]
-    pub(crate) fn all_busy(&self) -> bool {
-        // The common domain's workers serve every level; a reserved one's
-        // idle worker may not serve the level that waits.
-        self.common.counters.load().inactive() == 0
+    pub(crate) fn none_searching(&self) -> bool {
+        let counters = self.common.counters.load();
+        counters.awake_idle() <= self.common.watching.load(Ordering::Relaxed)
     }
 
     /// Domain `domain`'s counters.
