@@ -97,6 +97,63 @@ pub(crate) struct Shared {
     pub(crate) meters: super::meters::Meters,
     /// Finished tasks' cells for the pool's submitters to free (see `dead`).
     pub(crate) dead: Box<super::dead::DeadCells>,
+    /// The stall watcher's wake-up (see `pool::stall`).
+    pub(crate) bell: Bell,
+}
+
+/// The stall watcher's wake-up: it waits here, long while every seat is
+/// idle; a worker that ends an idle spell with a task rings it then (a
+/// relaxed look at `idle`: a ring the look misses costs one late report,
+/// at most the watcher's idle wait, and nothing else). Close stops it.
+#[derive(Debug, Default)]
+pub(crate) struct Bell {
+    /// The watcher waits for a ring (every seat was idle).
+    idle: std::sync::atomic::AtomicBool,
+    /// (stopped, rung).
+    state: std::sync::Mutex<(bool, bool)>,
+    wake: std::sync::Condvar,
+}
+
+impl Bell {
+    /// A worker ended an idle spell with a task: wakes a watcher that
+    /// waits for it.
+    #[inline]
+    pub(crate) fn ring(&self) {
+        if self.idle.load(std::sync::atomic::Ordering::Relaxed) {
+            self.ring_now();
+        }
+    }
+
+    #[cold]
+    pub(crate) fn ring_now(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.1 = true;
+        self.wake.notify_all();
+    }
+
+    /// Stops the watcher for good.
+    pub(crate) fn stop(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).0 = true;
+        self.wake.notify_all();
+    }
+
+    /// The watcher waits up to `period`, or (`idle`) until rung; `true`
+    /// once stopped.
+    pub(crate) fn wait(&self, period: std::time::Duration, idle: bool) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.idle.store(idle, Relaxed);
+        // Until stopped, or (waiting idle) rung.
+        let (mut state, _) = self
+            .wake
+            .wait_timeout_while(state, period, |&mut (stopped, rung)| {
+                !(stopped || idle && rung)
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        self.idle.store(false, Relaxed);
+        state.1 = false;
+        state.0
+    }
 }
 
 /// What the pool calls with a deadlock report (see `blocked`).

@@ -65,8 +65,9 @@
 //!
 //! # Invariant: no task is stranded
 //!
-//! A slot task is taken by its worker, moved to its channel, stolen (and
-//! moved to its channel), or dropped at exit (which happens only once the
+//! A slot task is taken by its worker (which may put it back at the
+//! fairness turn: a fill like any other, announced the same way), moved
+//! to its channel, stolen (and moved to its channel), or dropped at exit (which happens only once the
 //! pool terminated, when close drops such tasks anyway: a task that counts
 //! towards close keeps the pool from terminating). If its worker does not
 //! come back for it (the task that filled it goes on computing, or blocks,

@@ -201,6 +201,10 @@ impl<B: PoolBehavior> Pool<B> {
             let Some(task) = find(self, &context, &mut cursor) else {
                 break;
             };
+            if ran == 0 {
+                // The seat turns busy (see `stall`).
+                self.shared.bell.ring();
+            }
             // (A stale token a move left behind is not a task run.)
             if execute(self, Some(seat), task) {
                 ran += 1;

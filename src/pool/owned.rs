@@ -144,6 +144,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
                     .collect::<Vec<_>>(),
             ),
             dead: Box::new(crate::core::dead::DeadCells::new()),
+            bell: Default::default(),
         });
         let blocking_config = behavior.blocking();
         let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {

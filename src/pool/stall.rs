@@ -24,7 +24,9 @@
 //! activity: three counts, whatever the pool's size). A seat seen running the same
 //! channel with the same progress for the threshold has run one poll that
 //! long. A wait that helps makes progress, so it is not a stall. While
-//! every seat is idle the watcher looks less often, down to once a second.
+//! every seat is idle the watcher waits (up to ten seconds) until a worker
+//! that ends an idle spell with a task rings it (`core::Bell`), so an idle
+//! pool costs nothing.
 //!
 //! # Why nothing is lost
 //!
@@ -35,47 +37,27 @@
 //!
 //! Needs the `metrics` feature (the activity and progress it reads).
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::Pool;
 use crate::behavior::PoolBehavior;
+use crate::core::Shared;
 
-/// The longest a watcher waits between two looks, while the pool is idle.
-const IDLE_LOOK: Duration = Duration::from_secs(1);
+/// The longest a watcher waits between two looks while every seat is
+/// idle, unless rung (see `core::Bell`): a missed ring delays one report
+/// by at most this.
+const IDLE_LOOK: Duration = Duration::from_secs(10);
 
 /// The shortest threshold: a shorter one is taken as this.
 pub(crate) const MIN_THRESHOLD: Duration = Duration::from_millis(1);
 
-/// A pool's watcher thread and its stop signal (see the module doc).
-/// Dropping it stops the thread without waiting for it.
+/// A pool's watcher thread (see the module doc). Dropping it stops the
+/// thread without waiting for it.
 pub(crate) struct Watcher {
-    stop: Arc<Stop>,
+    shared: Arc<Shared>,
     thread: Option<thread::JoinHandle<()>>,
-}
-
-#[derive(Default)]
-struct Stop {
-    stopped: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Stop {
-    fn set(&self) {
-        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        self.wake.notify_all();
-    }
-
-    /// Waits up to `period`; `true` once stopped.
-    fn wait(&self, period: Duration) -> bool {
-        let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
-        let (stopped, _) = self
-            .wake
-            .wait_timeout_while(stopped, period, |stopped| !*stopped)
-            .unwrap_or_else(|p| p.into_inner());
-        *stopped
-    }
 }
 
 impl Watcher {
@@ -87,21 +69,19 @@ impl Watcher {
         if !crate::core::meters::ENABLED {
             return None;
         }
-        let stop = Arc::new(Stop::default());
         let seen = Seen {
             shared: pool.shared.clone(),
             waiting: (0..=pool.levels.lowest())
                 .map(|level| pool.levels.bits_down_to(level).clone())
                 .collect(),
         };
-        let s = stop.clone();
         let spawned = thread::Builder::new()
             .name("smartpool-watch".into())
             .stack_size(256 << 10)
-            .spawn(move || watch(&seen, threshold, &s));
+            .spawn(move || watch(&seen, threshold));
         match spawned {
             Ok(thread) => Some(Watcher {
-                stop,
+                shared: pool.shared.clone(),
                 thread: Some(thread),
             }),
             Err(e) => {
@@ -113,7 +93,7 @@ impl Watcher {
 
     /// Stops the watcher and waits for its thread to end.
     pub(crate) fn stop(mut self) {
-        self.stop.set();
+        self.shared.bell.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -122,14 +102,14 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        self.stop.set();
+        self.shared.bell.stop();
     }
 }
 
 /// What the watcher reads: the pool's shared state, and per level the
 /// status bits of that level and those above.
 struct Seen {
-    shared: Arc<crate::core::Shared>,
+    shared: Arc<Shared>,
     waiting: Box<[crate::status::BitSet]>,
 }
 
@@ -146,20 +126,24 @@ struct Look {
 }
 
 /// The watcher's loop (see the module doc).
-fn watch(seen: &Seen, threshold: Duration, stop: &Stop) {
+fn watch(seen: &Seen, threshold: Duration) {
     let busy_look = threshold / 4;
-    let mut period = busy_look;
     let mut looks: Vec<Look> = Vec::new();
-    while !stop.wait(period) {
+    let mut idle = false;
+    let bell = &seen.shared.bell;
+    // While every seat is idle, wait until a worker that finds work rings.
+    while !bell.wait(
+        if idle {
+            IDLE_LOOK.max(busy_look)
+        } else {
+            busy_look
+        },
+        idle,
+    ) {
         if seen.shared.close.is_terminated() {
             return;
         }
-        let busy = look(seen, &mut looks, threshold);
-        period = if busy {
-            busy_look
-        } else {
-            period.saturating_mul(2).min(IDLE_LOOK.max(busy_look))
-        };
+        idle = !look(seen, &mut looks, threshold);
     }
 }
 

@@ -212,6 +212,10 @@ fn search_idle<B: PoolBehavior>(
         Some(bits) => pool.work_remains_in(bits),
         None => pool.work_remains() || shared.others_slot_full(local.index),
     });
+    if found.is_some() {
+        // A seat turns busy: a stall watcher waiting for one looks again.
+        shared.bell.ring();
+    }
     found
 }
 
@@ -334,6 +338,10 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
             match found {
                 Some(task) => {
+                    if local.guest {
+                        // A guest seat turns busy without an idle spell.
+                        shared.bell.ring();
+                    }
                     execute(pool, Some(seat), task);
                 }
                 None if !done() => {
