@@ -223,7 +223,10 @@ pub(crate) struct LocalChannel {
 /// every [`FairTick::TARGET`] of the worker's time, between
 /// [`FairTick::MIN`] and [`FairTick::MAX`] runs. Short tasks keep the
 /// interval at 61 (one clock read per 61 runs); tasks of a millisecond
-/// bring it down to 2, so outside work waits a few tasks, not 61.
+/// bring it down to 2, so outside work waits a few tasks, not 61. The
+/// first interval comes from the worker's first [`FairTick::PROBE`] runs
+/// (two clock reads), so that a new pool's long tasks do not hold outside
+/// work for 61 of them.
 pub(crate) struct FairTick {
     /// Runs since the last turn.
     runs: Cell<u32>,
@@ -233,6 +236,8 @@ pub(crate) struct FairTick {
     since: Cell<Option<Instant>>,
     /// A slot run reached the turn: the next pop takes it.
     owed: Cell<bool>,
+    /// Runs left before the first interval is set (0: set).
+    probe: Cell<u32>,
 }
 
 impl FairTick {
@@ -243,16 +248,17 @@ impl FairTick {
     /// The most runs between turns (tokio's fixed interval): the bound
     /// the docs state.
     pub(crate) const MAX: u32 = 61;
+    /// The runs whose start times set the first interval.
+    const PROBE: u32 = 4;
 
     fn new() -> FairTick {
         FairTick {
             runs: Cell::new(0),
-            // The first turn sets the clock, the second the interval:
-            // until then, tokio's fixed 61 (the order within a worker's
-            // first runs is its queues' alone).
+            // Until the probe sets it: tokio's fixed 61.
             interval: Cell::new(FairTick::MAX),
             since: Cell::new(None),
             owed: Cell::new(false),
+            probe: Cell::new(FairTick::PROBE),
         }
     }
 
@@ -260,6 +266,9 @@ impl FairTick {
     #[inline]
     fn count(&self) -> bool {
         let n = self.runs.get() + 1;
+        if self.probe.get() != 0 {
+            self.calibrate();
+        }
         if n < self.interval.get() {
             self.runs.set(n);
             return false;
@@ -269,14 +278,34 @@ impl FairTick {
         true
     }
 
+    /// One of the first runs: the first reads the clock, the last sets
+    /// the interval from the time the runs between them took.
+    #[cold]
+    fn calibrate(&self) {
+        let left = self.probe.get() - 1;
+        self.probe.set(left);
+        let now = Instant::now();
+        if let (0, Some(since)) = (left, self.since.get()) {
+            let took = now.saturating_duration_since(since).as_nanos().max(1);
+            self.set_interval(u128::from(FairTick::PROBE - 1), took);
+        }
+        self.since.set(Some(now));
+    }
+
+    /// Sets the interval that makes `runs` runs, which took `took` ns,
+    /// last about [`FairTick::TARGET`].
+    fn set_interval(&self, runs: u128, took: u128) {
+        let ideal = FairTick::TARGET.as_nanos() * runs / took;
+        let ideal = ideal.clamp(u128::from(FairTick::MIN), u128::from(FairTick::MAX));
+        self.interval.set(ideal as u32);
+    }
+
     #[cold]
     fn retune(&self) {
         let now = Instant::now();
         if let Some(since) = self.since.replace(Some(now)) {
             let took = now.saturating_duration_since(since).as_nanos().max(1);
-            let ideal = FairTick::TARGET.as_nanos() * u128::from(self.interval.get()) / took;
-            let ideal = ideal.clamp(u128::from(FairTick::MIN), u128::from(FairTick::MAX));
-            self.interval.set(ideal as u32);
+            self.set_interval(u128::from(self.interval.get()), took);
         }
     }
 
