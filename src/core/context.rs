@@ -266,30 +266,38 @@ impl FairTick {
     #[inline]
     fn count(&self) -> bool {
         let n = self.runs.get() + 1;
-        if self.probe.get() != 0 {
-            self.calibrate();
-        }
+        // (A turn in the run that set the first interval does not retune
+        // it from a window that just began.)
+        let calibrated = self.probe.get() != 0 && self.calibrate();
         if n < self.interval.get() {
             self.runs.set(n);
             return false;
         }
         self.runs.set(0);
-        self.retune();
+        if !calibrated {
+            self.retune();
+        }
         true
     }
 
     /// One of the first runs: the first reads the clock, the last sets
-    /// the interval from the time the runs between them took.
+    /// the interval from the time the runs between them took (and
+    /// returns `true`).
     #[cold]
-    fn calibrate(&self) {
+    fn calibrate(&self) -> bool {
         let left = self.probe.get() - 1;
         self.probe.set(left);
         let now = Instant::now();
-        if let (0, Some(since)) = (left, self.since.get()) {
-            let took = now.saturating_duration_since(since).as_nanos().max(1);
-            self.set_interval(u128::from(FairTick::PROBE - 1), took);
-        }
+        let set = match (left, self.since.get()) {
+            (0, Some(since)) => {
+                let took = now.saturating_duration_since(since).as_nanos().max(1);
+                self.set_interval(u128::from(FairTick::PROBE - 1), took);
+                true
+            }
+            _ => false,
+        };
         self.since.set(Some(now));
+        set
     }
 
     /// Sets the interval that makes `runs` runs, which took `took` ns,
