@@ -363,6 +363,16 @@ fn a_seat_given_back_stops_counting_busy_time() {
     block_on(owned.close());
 }
 
+/// Waits until channel 0 of `pool` counts a stall (failing the test past
+/// the fail-safe).
+fn wait_for_a_stall(pool: &Pool<smartpool::Leveled>) {
+    let start = Instant::now();
+    while pool.metrics().channels[0].stalls == 0 {
+        assert!(start.elapsed() < common::FAILSAFE, "no stall reported");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A poll that blocks (here on a latch, as `futures::executor::block_on`
 /// on a handle would) while a task waits at its level is reported once:
 /// one stall in the channel's metrics, while the poll still runs.
@@ -382,11 +392,7 @@ fn a_poll_that_blocks_while_work_waits_is_a_stall() {
     }));
     assert!(running.wait_for(common::FAILSAFE));
     let waiting = pool.level(0).exec(run(|| ()));
-    let start = Instant::now();
-    while pool.metrics().channels[0].stalls == 0 {
-        assert!(start.elapsed() < common::FAILSAFE, "no stall reported");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_a_stall(&pool);
     gate.open();
     owned.block_on(blocker).unwrap();
     owned.block_on(waiting).unwrap();
@@ -415,11 +421,7 @@ fn a_poll_that_blocks_over_its_slots_task_is_a_stall() {
         child
     }));
     assert!(running.wait_for(common::FAILSAFE));
-    let start = Instant::now();
-    while pool.metrics().channels[0].stalls == 0 {
-        assert!(start.elapsed() < common::FAILSAFE, "no stall reported");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_a_stall(&pool);
     gate.open();
     let child = owned.block_on(blocker).unwrap();
     assert_eq!(owned.block_on(child).unwrap(), 7);

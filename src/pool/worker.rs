@@ -470,13 +470,7 @@ pub(super) fn find<B: PoolBehavior>(
                 pool.running(worker, channel);
                 return Some(task);
             } else {
-                // Behind the channel's work queued on this worker (tokio's
-                // LIFO slot does the same), where other workers can steal
-                // it.
-                pool.shared.meters.moved_out(local.index, channel);
-                local
-                    .lifo
-                    .closed_during(|| pool.channel_at(channel).submit(task));
+                behind_queue(pool, local, channel, task);
             }
         }
         local.lifo.end_streak();
@@ -513,13 +507,23 @@ fn refill<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, channel: usize, 
         Ok(()) => shared.sleep.slot_filled(local.idle.get()),
         // (Only its worker fills a slot, and it just took this one: not
         // seen. Were it full, the task would go behind the queue.)
-        Err((channel, task)) => {
-            shared.meters.moved_out(local.index, channel);
-            local
-                .lifo
-                .closed_during(|| pool.channel_at(channel).submit(task));
-        }
+        Err((channel, task)) => behind_queue(pool, local, channel, task),
     }
+}
+
+/// Submits `task` (of `channel`), taken from the worker's own slot, behind
+/// the channel's work queued on this worker (tokio's LIFO slot does the
+/// same), where other workers can steal it.
+fn behind_queue<B: PoolBehavior>(
+    pool: &Pool<B>,
+    local: &WorkerLocal,
+    channel: usize,
+    task: RunningTask,
+) {
+    pool.shared.meters.moved_out(local.index, channel);
+    local
+        .lifo
+        .closed_during(|| pool.channel_at(channel).submit(task));
 }
 
 /// A seat's activity, saved as a nested search or run begins inside a
