@@ -77,7 +77,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2 fib(n + 1) - 2 tasks.
     let tasks = 2.0 * 1.618_034_f64.powi(n as i32 + 1) / 5f64.sqrt();
     println!("fib({n}): about {:.1} million scoped tasks", tasks / 1e6);
-    for threads in [1, num_cpus::get()] {
+    for threads in [
+        1,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    ] {
         let owned = OwnedPool::new(Flat {
             work: VecDequeChannel::new(),
             threads,

@@ -40,7 +40,7 @@ impl PoolBehavior for Demo {
             complete_on_close: true,
         };
         PoolConfig {
-            threads: num_cpus::get(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             schedule: ScheduleAlgorithm::HighestFirst,
             levels: if self.levels {
                 vec![vec![realtime], vec![backlog]]
@@ -137,7 +137,7 @@ fn main() {
     println!(
         "smartpool demo: {} worker threads; a backlog of {} tasks of {} µs CPU each;\n\
          one realtime task submitted every {} ms while the backlog drains.\n",
-        num_cpus::get(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
         BACKLOG_TASKS,
         BACKLOG_WORK.as_micros(),
         REALTIME_EVERY.as_millis(),

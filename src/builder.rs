@@ -33,7 +33,7 @@ use crate::thread_config::ThreadConfig;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// Defaults: one level; one worker thread per core (`num_cpus::get()`);
+/// Defaults: one level; one worker thread per core (`std::thread::available_parallelism`);
 /// [`ScheduleAlgorithm::HighestFirst`]; a woken future continues at its
 /// own level; on close, every level but the lowest completes (its tasks
 /// run to the end) and the lowest, the background, is dropped; a pool of
@@ -125,7 +125,7 @@ impl Builder {
     }
 
     /// Names worker `index`'s thread `name(index)` (see
-    /// [`ThreadConfig::name`]; default `smartpool-worker-{index}`).
+    /// [`ThreadConfig::name`]; default `smartpool-w{index}`).
     ///
     /// With the other thread settings:
     ///
@@ -306,7 +306,7 @@ impl Builder {
             options[level] = set;
         }
         let config = PoolConfig {
-            threads: self.threads.unwrap_or_else(num_cpus::get),
+            threads: self.threads.unwrap_or_else(crate::sync::cores),
             schedule: self.schedule,
             levels: complete
                 .iter()

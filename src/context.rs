@@ -466,7 +466,10 @@ mod test {
     /// survives it, also when the nested poll unwinds.
     #[test]
     fn nested_polls_keep_their_own_wakes() {
-        let (a, b) = (1usize as *const (), 2usize as *const ());
+        let (a, b) = (
+            std::ptr::without_provenance::<()>(1),
+            std::ptr::without_provenance::<()>(2),
+        );
         let outer = begin_poll(a);
         assert!(wake_polling(a));
         let inner = begin_poll(b);

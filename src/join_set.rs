@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::task::{Context, Poll};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::channel::Exec;
 use crate::task::{AbortHandle, JoinError, JoinHandle};
@@ -109,7 +109,7 @@ impl<T: Send + 'static> JoinSet<T> {
 
     /// The outcome of a task that has finished, if any, without waiting.
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
-        let waker = futures::task::noop_waker();
+        let waker = futures_task::noop_waker();
         match self.poll_join_next(&mut Context::from_waker(&waker)) {
             Poll::Ready(outcome) => outcome,
             Poll::Pending => None,

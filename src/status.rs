@@ -120,7 +120,7 @@ impl BitSet {
             .collect();
         let spans: Box<[Span]> = spans;
         let head = spans.first().map_or((0, 0), |s| (s.first, s.first_mask));
-        let single = spans.len() <= 1 && spans.first().map_or(true, |s| s.first == s.last);
+        let single = spans.len() <= 1 && spans.first().is_none_or(|s| s.first == s.last);
         BitSet {
             runs: merged.into(),
             spans,

@@ -46,6 +46,11 @@ pub(crate) fn later(from: std::time::Instant, delay: std::time::Duration) -> std
         .unwrap_or(from)
 }
 
+/// The cores this process may use; 1 when the platform cannot tell.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Gives up the processor between search rounds (loom's version lets the
 /// model run another thread).
 pub(crate) fn yield_now() {

@@ -54,12 +54,12 @@ pub struct ThreadConfig {
 }
 
 impl Default for ThreadConfig {
-    /// Threads named `smartpool-worker-{index}`, stacks of 4 MiB (twice
+    /// Threads named `smartpool-w{index}` (within the kernel's 15 bytes), stacks of 4 MiB (twice
     /// std's default: a worker waiting inside a task runs other tasks on
     /// top of it), no hooks.
     fn default() -> ThreadConfig {
         ThreadConfig {
-            name: Arc::new(|index| format!("smartpool-worker-{index}")),
+            name: Arc::new(|index| format!("smartpool-w{index}")),
             stack_size: 4 << 20,
             on_start: None,
             on_stop: None,
@@ -105,7 +105,7 @@ impl ThreadConfig {
     /// caller) and the pool's blocking threads (`spawn_blocking`, and the
     /// stand-ins that serve a worker's place during
     /// [`block_in_place`](crate::block_in_place), named
-    /// `smartpool-blocking`) also run tasks, without these hooks. A pool
+    /// `smartpool-block`) also run tasks, without these hooks. A pool
     /// whose start fails after some workers started runs their `on_start`
     /// and `on_stop` before [`OwnedPool::new`](crate::OwnedPool::new)
     /// returns the error (so a hook that waits for all workers to start

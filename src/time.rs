@@ -36,7 +36,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures_core::Stream;
 #[cfg(not(feature = "async-io"))]
 use futures_timer::Delay;
 

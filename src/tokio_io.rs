@@ -56,7 +56,7 @@ fn handle() -> &'static tokio::runtime::Handle {
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
-                .thread_name("smartpool-tokio-io")
+                .thread_name("smartpool-io")
                 .enable_all()
                 .build()
                 .expect("smartpool: the tokio IO runtime could not start")

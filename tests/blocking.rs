@@ -103,7 +103,7 @@ fn spawn_blocking_runs_bounded_and_refuses_after_close() {
     let h = pool.spawn_blocking(|| std::thread::current().name().map(str::to_owned));
     assert_eq!(
         futures::executor::block_on(h).unwrap().as_deref(),
-        Some("smartpool-blocking")
+        Some("smartpool-block")
     );
     let panicked = pool.spawn_blocking(|| panic!("in a blocking closure"));
     assert!(futures::executor::block_on(panicked)

@@ -91,7 +91,7 @@ fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 }
 
 fn is_blocking_thread() -> bool {
-    thread::current().name() == Some("smartpool-blocking")
+    thread::current().name() == Some("smartpool-block")
 }
 
 // ==== tokio/tests/task_blocking.rs ====

@@ -89,7 +89,7 @@ fn a_panicking_hook_does_not_stop_the_worker() {
         .level(0)
         .exec(run(|| std::thread::current().name().map(String::from)));
     let ran_on = futures::executor::block_on(task).unwrap();
-    assert_eq!(ran_on.as_deref(), Some("smartpool-worker-0"));
+    assert_eq!(ran_on.as_deref(), Some("smartpool-w0"));
     owned.close().wait();
 }
 

@@ -92,7 +92,7 @@ pub trait Exec {
         self.try_exec(future).map(drop)
     }
 
-    /// This channel as a [`futures::task::Spawn`], for code written
+    /// This channel as a [`Spawn`](futures_task::Spawn), for code written
     /// against the futures crate's executor traits (see [`Spawner`]).
     ///
     /// ```

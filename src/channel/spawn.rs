@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use futures::future::FutureObj;
-use futures::task::{Spawn, SpawnError};
+use futures_task::FutureObj;
+use futures_task::{Spawn, SpawnError};
 
 use super::{Channel, Exec, MultiChannel, VecDequeChannel};
 
@@ -15,7 +15,7 @@ use super::{Channel, Exec, MultiChannel, VecDequeChannel};
 /// [`Spawn`] themselves).
 ///
 /// A spawned future runs as [`Exec::exec_detached`] runs it: its output
-/// is `()`, and [`SpawnExt::spawn_with_handle`](futures::task::SpawnExt::spawn_with_handle)
+/// is `()`, and `SpawnExt::spawn_with_handle`
 /// gives a handle to wait for it. A future the pool refuses (closing, or
 /// the channel attached to no pool) comes back as
 /// [`SpawnError::shutdown`], and is dropped.
@@ -50,7 +50,7 @@ fn spawn_on<C: Channel + ?Sized>(
 }
 
 /// As [`Spawner`]: `pool.urgent.spawn(fut)` with
-/// [`SpawnExt`](futures::task::SpawnExt) in scope.
+/// [`SpawnExt`](futures_util::task::SpawnExt) in scope.
 impl Spawn for VecDequeChannel {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
         spawn_on(self, future)

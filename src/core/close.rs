@@ -78,7 +78,7 @@
 //! drain sees the task. Two drains of one channel are harmless: each task is
 //! popped once.
 
-use futures::task::AtomicWaker;
+use futures_util::task::AtomicWaker;
 
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 

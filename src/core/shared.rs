@@ -274,7 +274,7 @@ impl Shared {
                 let c = &self.channels[index];
                 self.status.is_set(c.bit)
                     && c.wakes().iter().all(|&d| self.blocked.domain_all(d))
-                    && holds.map_or(true, |holds| holds(index))
+                    && holds.is_none_or(|holds| holds(index))
             })
             .map(|index| self.channels[index].name.to_string())
             .collect();

@@ -151,7 +151,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             scheduler: SchedulerRef::new(pool.clone() as Weak<dyn Schedule>),
             blocking: Blocking::new(
                 &blocking_config,
-                "smartpool-blocking".into(),
+                "smartpool-block".into(),
                 thread_config.blocking_stack_size(),
             ),
             blocking_config,
@@ -166,7 +166,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             let weak = weak.clone();
             Box::new(move |index| {
                 weak.upgrade()
-                    .map_or(true, |pool| pool.channel_may_hold(std::iter::once(index)))
+                    .is_none_or(|pool| pool.channel_may_hold(std::iter::once(index)))
             })
         });
         let _ = shared.on_deadlock.set(Box::new(move |report| {
@@ -473,7 +473,7 @@ impl Close {
     /// does (see [`OwnedPool::close`]); and, as any `block_on` of the
     /// futures crate, inside a thread-local's destructor.
     pub fn wait(self) {
-        futures::executor::block_on(self)
+        futures_executor::block_on(self)
     }
 }
 
@@ -536,7 +536,7 @@ impl CloseTimeout {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait(self) -> CloseReport {
-        futures::executor::block_on(self)
+        futures_executor::block_on(self)
     }
 }
 

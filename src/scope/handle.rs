@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use futures::task::AtomicWaker;
+use futures_util::task::AtomicWaker;
 
 use super::latch::CountLatch;
 use crate::task::JoinError;

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
-use futures::task::{waker_ref, ArcWake};
+use futures_task::{waker_ref, ArcWake};
 
 use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget, MoveError};
 use super::join_waker::JoinWaker;

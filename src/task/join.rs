@@ -209,7 +209,7 @@ impl AbortHandle {
     /// Whether the task has finished (completed, panicked or cancelled),
     /// or is gone (freed with its last waker and handle).
     pub fn is_finished(&self) -> bool {
-        self.task.upgrade().map_or(true, |task| task.is_complete())
+        self.task.upgrade().is_none_or(|task| task.is_complete())
     }
 
     /// The task, to control (`None` once it is gone).
