@@ -59,25 +59,6 @@ struct Context {
     counts: Counts,
     /// References held for later tasks (see [`Reserve`]).
     reserve: Reserve,
-    /// Finished tasks' cells this thread took from a pool to free, one a
-    /// submission (see `core::dead`).
-    freeing: Freeing,
-}
-
-/// A finished task's cell with nothing left in it but its memory (see
-/// `core::dead`), type-erased.
-pub(crate) type DeadCell = std::sync::Arc<dyn Send + Sync>;
-
-/// See [`Context::freeing`]. What is left is freed as the thread ends.
-pub(crate) struct Freeing(RefCell<Vec<DeadCell>>);
-
-impl Drop for Freeing {
-    fn drop(&mut self) {
-        for cell in self.0.take() {
-            // A dropped handle's waker is the only code a dead cell runs.
-            crate::contain::drop_contained(cell, "freeing a finished task");
-        }
-    }
 }
 
 /// References to one counted object that a thread holds for later use: the
@@ -96,10 +77,6 @@ pub(crate) struct Reserve {
     pub(crate) held: Cell<usize>,
     /// Gives `n` references to `target` back.
     pub(crate) release: Cell<unsafe fn(*const (), usize)>,
-    /// Whether this worker made a task of its pool since it last finished
-    /// one (see `core::dead`: such a worker frees its finished tasks' cells
-    /// itself). Set where it takes a reference for a task.
-    pub(crate) made: Cell<bool>,
 }
 
 /// A `release` for a reserve that holds nothing.
@@ -112,7 +89,6 @@ impl Reserve {
             target: Cell::new(std::ptr::null()),
             held: Cell::new(0),
             release: Cell::new(release_nothing),
-            made: Cell::new(false),
         }
     }
 
@@ -177,7 +153,6 @@ thread_local! {
                 keep: RefCell::new(None),
             },
             reserve: Reserve::new(),
-            freeing: Freeing(RefCell::new(Vec::new())),
         }
     };
 }
@@ -365,14 +340,6 @@ pub(crate) fn pool() -> *const () {
 #[inline]
 pub(crate) fn with_reserve<R>(f: impl FnOnce(*const (), &Reserve) -> R) -> Option<R> {
     CONTEXT.try_with(|c| f(c.pool.get(), &c.reserve)).ok()
-}
-
-/// Calls `f` with the dead cells this thread took to free (see
-/// `core::dead`); `None` while the thread's locals are being destroyed. `f`
-/// must not free a cell while it borrows them.
-#[inline]
-pub(crate) fn with_freeing<R>(f: impl FnOnce(&RefCell<Vec<DeadCell>>) -> R) -> Option<R> {
-    CONTEXT.try_with(|c| f(&c.freeing.0)).ok()
 }
 
 /// Calls `f` with the block of counts this thread writes for the pool

@@ -534,10 +534,8 @@ fn close_timeout_within_the_deadline_abandons_nothing() {
 }
 
 /// Handles dropped while their tasks finish, from a thread that is no
-/// worker (so the workers keep finished tasks' cells for it to free, see
-/// `core::dead` in the source): every output is dropped by the time close
-/// resolves, whichever of the worker and the handle lets go of the task
-/// last. A cell still holding its output is never kept for later. Each
+/// worker: every output is dropped by the time close resolves, whichever
+/// of the worker and the handle lets go of the task last. Each
 /// handle is dropped just as its task returns, to land between the poll's
 /// look at the handle and the worker's look at the cell.
 #[test]

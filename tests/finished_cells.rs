@@ -1,9 +1,6 @@
-//! Finished tasks' cells: a worker that runs tasks submitted from outside
-//! keeps their cells for the submitting thread to free, one a submission
-//! (see `core::dead` in the source). What a user can see of it: memory,
-//! counted here by a global allocator of the test's own. While tasks flow,
-//! the memory of finished ones stays bounded; once the pool and the
-//! submitting thread are gone, none of it is left.
+//! Finished tasks' memory, counted by a global allocator of the test's
+//! own. While tasks flow, the memory of finished ones stays bounded; once
+//! the pool and the submitting thread are gone, none of it is left.
 
 mod common;
 

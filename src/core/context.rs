@@ -14,7 +14,7 @@
 //! [`WorkerContext`] is the same worker as a channel's `pop` sees it, or
 //! "no worker" for a thread draining a closed pool.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Stealer, Worker};
 
-use super::dead::DeadCell;
 use super::Shared;
 use crate::context::Entered;
 use crate::lifo::LifoSlot;
@@ -69,9 +68,6 @@ pub(crate) struct WorkerLocal {
     pub(crate) slice_end: Cell<Option<Instant>>,
     /// What the pool does for this worker (see [`PoolHooks`]).
     hooks: Box<dyn PoolHooks + Send>,
-    /// Finished tasks' cells this worker keeps for the pool's submitters
-    /// (see `core::dead`).
-    dead: RefCell<Vec<DeadCell>>,
 }
 
 impl WorkerLocal {
@@ -110,7 +106,6 @@ impl WorkerLocal {
                 shared: None,
                 slice_end: Cell::new(None),
                 hooks: Box::new(NoHooks),
-                dead: RefCell::new(Vec::new()),
             },
             stealers,
         )
@@ -185,7 +180,6 @@ impl WorkerLocal {
     /// Empties the slot and every local deque (at exit), dropping what it
     /// finds, and frees the finished tasks' cells it kept.
     pub(crate) fn drain(&self, shared: &Shared) {
-        super::dead::free(self.dead.take());
         drop(shared.lifo[self.index].take());
         for channel in self.channels.iter() {
             while let Some(task) = channel.deque.pop() {
@@ -434,7 +428,6 @@ impl WorkerLocal {
         let Ok(mut local) = Rc::try_unwrap(worker) else {
             unreachable!("a worker is shared only for calls on its thread, which returned")
         };
-        super::dead::free(local.dead.take());
         local.hooks = Box::new(NoHooks);
         local.shared = None;
         local.slice_end.set(None);
@@ -624,44 +617,6 @@ pub(crate) fn push_local(
         mine.deque.push(task);
         Ok(())
     })
-}
-
-/// A task of `shared`'s pool finished on this thread, a worker of that
-/// pool that made no task since it last finished one, and left `cell` dead
-/// (see `core::dead`): the worker keeps it for the pool's submitters, or
-/// frees it if the pool holds all it may.
-pub(crate) fn dispose(shared: &Shared, cell: DeadCell) {
-    if shared.dead.is_full() {
-        // Nobody takes them: freed as the task ends (see `core::dead`).
-        super::dead::free_cell(cell);
-        return;
-    }
-    let mut cell = Some(cell);
-    let mut full = None;
-    // SAFETY: moves the cell into the worker's batch, and a full batch into
-    // the pool's list: no user code runs (what is freed is freed below,
-    // after the call).
-    unsafe {
-        with_local(|local, _| {
-            if local.pool_id == shared.id {
-                let cell = cell.take().expect("kept once");
-                let mut batch = local.dead.borrow_mut();
-                if batch.capacity() == 0 {
-                    batch.reserve_exact(super::dead::BATCH);
-                }
-                batch.push(cell);
-                if batch.len() >= super::dead::BATCH {
-                    full = shared.dead.give(std::mem::take(&mut *batch)).err();
-                }
-            }
-        })
-    };
-    if let Some(cell) = cell {
-        super::dead::free_cell(cell);
-    }
-    if let Some(full) = full {
-        super::dead::free(full);
-    }
 }
 
 /// Who is asking a channel for a task: a worker (with its local deques) or

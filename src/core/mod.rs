@@ -13,7 +13,6 @@
 pub(crate) mod blocked;
 pub(crate) mod close;
 pub(crate) mod context;
-pub(crate) mod dead;
 pub(crate) mod link;
 pub(crate) mod meters;
 mod parked;

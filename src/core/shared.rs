@@ -95,8 +95,6 @@ pub(crate) struct Shared {
     pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
     /// What the pool did, for `Pool::metrics` (see `meters`).
     pub(crate) meters: super::meters::Meters,
-    /// Finished tasks' cells for the pool's submitters to free (see `dead`).
-    pub(crate) dead: Box<super::dead::DeadCells>,
     /// The stall watcher's wake-up (see `pool::stall`).
     pub(crate) bell: Bell,
 }

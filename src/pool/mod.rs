@@ -281,10 +281,6 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
         self.shared.release_counted();
     }
 
-    fn dispose(&self, cell: Arc<dyn Send + Sync>) {
-        crate::core::context::dispose(&self.shared, cell);
-    }
-
     fn is_closing(&self) -> bool {
         self.shared.close.is_closing()
     }

@@ -143,7 +143,6 @@ impl<B: PoolBehavior> OwnedPool<B> {
                     .map(|c| levels.level_of(c))
                     .collect::<Vec<_>>(),
             ),
-            dead: Box::new(crate::core::dead::DeadCells::new()),
             bell: Default::default(),
         });
         let blocking_config = behavior.blocking();

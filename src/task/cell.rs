@@ -375,12 +375,6 @@ pub(crate) fn with_polling_task<R>(f: impl FnOnce(&SchedulerRef, Option<usize>) 
     Some(f(&header.scheduler, from))
 }
 
-/// The largest cell a worker keeps for its pool's submitters to free (see
-/// `core::dead`): a pool keeps a few thousand, so they must be small; this
-/// is the top of glibc's per-thread cache, where a freed block goes back
-/// to the thread that frees it.
-const DEAD_CELL_MAX: usize = 1024;
-
 /// [`Header::stage_tag`]: the union holds the future.
 const RUNNING: u8 = 0;
 /// [`Header::stage_tag`]: the union holds the outcome.
@@ -1381,64 +1375,10 @@ where
             .header
             .line_entry(line)
             .detach_count(&self.header.scheduler);
-        let mut this = self;
-        match this.dead_on_worker() {
-            // Nothing left in the cell but memory: the pool frees it, now
-            // or by a thread that submits (see `core::dead`).
-            Some(pool) => {
-                pool.with(|pool| pool.dispose(this));
-            }
-            None => drop_reference(this),
-        }
+        drop_reference(self);
         if let Some(count) = count {
             give_back(count);
         }
-    }
-
-    /// If the task, just completed, left its cell dead (see `core::dead`)
-    /// and the calling thread is a worker of its pool that keeps such cells
-    /// for the pool's submitters: that pool. Dead: our reference the only
-    /// one, nobody joins the task, the stage empty (the output dropped), no
-    /// count towards close, not registered as parked; a waker that a
-    /// dropped handle left in the joiner's slot is dropped here, on the
-    /// worker, so that nothing it keeps alive waits for the cell's free.
-    #[inline]
-    fn dead_on_worker(self: &mut Arc<Self>) -> Option<PoolRef> {
-        if std::mem::size_of::<Self>() > DEAD_CELL_MAX || self.header.joined.load(Ordering::Relaxed)
-        {
-            return None;
-        }
-        // On a worker of the task's pool that made no task since it last
-        // finished one (that worker frees its own cells: see `core::dead`).
-        let pool = self.header.scheduler.as_ptr();
-        let keep = crate::context::with_reserve(|on, reserve| {
-            std::ptr::addr_eq(on, pool) && !reserve.made.replace(false)
-        });
-        if keep != Some(true) {
-            return None;
-        }
-        // Ours alone (no other `Arc`, no `Weak`), acquiring every other
-        // holder's last access: what follows reads a cell nobody else can
-        // reach.
-        let cell = Arc::get_mut(self)?;
-        let header = &cell.header;
-        let slot = header.registered.load(Ordering::Relaxed);
-        let empty = header.stage_tag.with_mut(|tag| {
-            // SAFETY: the cell is ours alone (above).
-            unsafe { *tag == EMPTY }
-        });
-        if !empty
-            || header.joined.load(Ordering::Relaxed)
-            || (slot != 0 && slot & STAMP == 0)
-            || header.own().counted()
-            || header.moved().counted()
-        {
-            return None;
-        }
-        if let Some(waker) = header.join_waker.take(&header.join_state) {
-            crate::contain::drop_contained(waker, "dropping a JoinHandle's waker");
-        }
-        Some(PoolRef::OnWorker(pool))
     }
 }
 

@@ -40,9 +40,6 @@ struct Recorder {
 }
 
 impl Schedule for Recorder {
-    fn dispose(&self, cell: Arc<dyn Send + Sync>) {
-        drop(cell);
-    }
     /// Records the hand-over as the pool's followup and channel do, then
     /// queues the token.
     fn schedule(&self, task: RunningTask) {

@@ -271,11 +271,6 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// `ScheduleInfo::woken_while_running`); otherwise a parked task was
     /// woken.
     fn schedule(&self, task: RunningTask);
-    /// A task finished on one of the pool's workers (the calling thread)
-    /// and left its cell with nothing in it but its memory, the worker's
-    /// reference the only one: the pool frees it, now or later (see
-    /// `core::dead`).
-    fn dispose(&self, cell: std::sync::Arc<dyn Send + Sync>);
     /// A task gives back its count towards close: it completed, was
     /// cancelled or freed, or moved to a dropping channel.
     fn release_counted(&self);

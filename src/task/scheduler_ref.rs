@@ -143,7 +143,6 @@ impl SchedulerRef {
     /// Takes a reference to this target out of `reserve`, which belongs to
     /// a worker of this pool (refilling it by [`BATCH`] if empty).
     pub(super) fn take_from(&self, reserve: &Reserve) -> SchedulerRef {
-        reserve.made.set(true);
         let held = if reserve.target.get() == self.address() {
             reserve.held.get()
         } else {

@@ -21,9 +21,6 @@ struct Recorder {
 }
 
 impl Schedule for Recorder {
-    fn dispose(&self, cell: Arc<dyn Send + Sync>) {
-        drop(cell);
-    }
     fn schedule(&self, task: RunningTask) {
         if task.is_requeued() {
             self.yields.fetch_add(1, Ordering::SeqCst);
