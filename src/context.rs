@@ -13,10 +13,6 @@
 //!   worker on every task's path (its local queues, its LIFO slot state,
 //!   its seat's counts) with no borrow and no downcast.
 //!
-//! * the references to its pool's scheduler link that the worker holds in
-//!   reserve (see `task::scheduler_ref`), given back whenever the thread's
-//!   pool changes and when the thread ends.
-//!
 //! It lives below every other module, so that the task layer can read the
 //! pool address without knowing the pool, and each layer above reads what
 //! it knows of. It also carries, on any thread, the reason of a task
@@ -57,58 +53,6 @@ struct Context {
     polling: Polling,
     /// Where this thread counts for a pool's metrics (see `core::meters`).
     counts: Counts,
-    /// References held for later tasks (see [`Reserve`]).
-    reserve: Reserve,
-}
-
-/// References to one counted object that a thread holds for later use: the
-/// protocol is `task::scheduler_ref`'s, which says what they count and how
-/// they are taken and added. The context only keeps them, and gives them
-/// back (calls `release` with their number) when its pool changes ([`enter`],
-/// the [`Entered`] guard's drop, [`leave_for_now`]) and as the thread's
-/// locals are destroyed: the context's reserve holds references only while
-/// its thread is a worker of one pool, and never outlives its thread. (A
-/// reserve made elsewhere, by a test, gives its references back as it
-/// drops.)
-pub(crate) struct Reserve {
-    /// The object the references are to (meaningless while `held` is 0).
-    pub(crate) target: Cell<*const ()>,
-    /// How many references this thread holds.
-    pub(crate) held: Cell<usize>,
-    /// Gives `n` references to `target` back.
-    pub(crate) release: Cell<unsafe fn(*const (), usize)>,
-}
-
-/// A `release` for a reserve that holds nothing.
-unsafe fn release_nothing(_: *const (), _: usize) {}
-
-impl Reserve {
-    /// A reserve that holds nothing.
-    pub(crate) const fn new() -> Reserve {
-        Reserve {
-            target: Cell::new(std::ptr::null()),
-            held: Cell::new(0),
-            release: Cell::new(release_nothing),
-        }
-    }
-
-    /// Gives every held reference back.
-    pub(crate) fn flush(&self) {
-        let n = self.held.replace(0);
-        if n > 0 {
-            // SAFETY: `release`'s contract is the protocol's (see
-            // `task::scheduler_ref`): whoever stored `n` references to
-            // `target` here stored the function that gives them back, and
-            // the references were live until now (nobody else takes them).
-            unsafe { (self.release.get())(self.target.get(), n) }
-        }
-    }
-}
-
-impl Drop for Reserve {
-    fn drop(&mut self) {
-        self.flush();
-    }
 }
 
 /// The block of counts this thread writes for one pool: its seat's, or a
@@ -152,7 +96,6 @@ thread_local! {
                 block: Cell::new(std::ptr::null()),
                 keep: RefCell::new(None),
             },
-            reserve: Reserve::new(),
         }
     };
 }
@@ -259,7 +202,6 @@ pub(crate) fn enter<W: Any>(pool: *const (), worker: Rc<W>) -> Entered {
         // names the worker the context holds.
         let worker = c.worker.replace(Some(worker as Rc<dyn Any>));
         c.counts.pool.set(usize::MAX);
-        c.reserve.flush();
         (
             c.pool.replace(pool),
             worker,
@@ -291,7 +233,6 @@ impl Drop for Entered {
         let _left = CONTEXT.try_with(|c| {
             let left = c.worker.replace(worker);
             c.counts.pool.set(usize::MAX);
-            c.reserve.flush();
             c.pool.set(pool);
             c.worker_address.set(address);
             left
@@ -307,7 +248,6 @@ pub(crate) fn leave_for_now() -> Entered {
         .try_with(|c| {
             let worker = c.worker.replace(None);
             c.counts.pool.set(usize::MAX);
-            c.reserve.flush();
             (
                 c.pool.replace(std::ptr::null()),
                 worker,
@@ -331,15 +271,6 @@ pub(crate) fn pool() -> *const () {
     CONTEXT
         .try_with(|c| c.pool.get())
         .unwrap_or(std::ptr::null())
-}
-
-/// Calls `f` with the address of the pool whose worker this thread is (or
-/// null) and this thread's reserve of references (see [`Reserve`]); `None`
-/// while the thread's locals are being destroyed (then the caller counts
-/// as on no worker).
-#[inline]
-pub(crate) fn with_reserve<R>(f: impl FnOnce(*const (), &Reserve) -> R) -> Option<R> {
-    CONTEXT.try_with(|c| f(c.pool.get(), &c.reserve)).ok()
 }
 
 /// Calls `f` with the block of counts this thread writes for the pool
