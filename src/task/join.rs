@@ -4,7 +4,6 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
@@ -299,7 +298,7 @@ impl<T> fmt::Debug for JoinHandle<T> {
 
 /// Why a task gave no output.
 pub struct JoinError {
-    repr: Repr,
+    repr: Box<Repr>,
 }
 
 /// Why a task was cancelled: see [`JoinError::cancel_reason`].
@@ -368,131 +367,64 @@ impl CancelReason {
     }
 }
 
-/// A `JoinError` in one word, so that `Result<T, JoinError>` of a small
-/// `T` is one word too and a small task's stage with it (BENCHMARKS.md,
-/// W10): a panic's payload as a thin pointer to its box (aligned, so its low
-/// bit is clear), or a cancel reason as a pointer without provenance, never
-/// dereferenced: the reason's code shifted left, with the low bit set. A
-/// panic is rare; a cancellation allocates nothing.
-struct Repr(NonNull<PanicPayload>);
-
-/// A panic's payload; the mutex makes the error `Sync`, as error types are
-/// expected to be.
-type PanicPayload = std::sync::Mutex<Box<dyn Any + Send + 'static>>;
-
-// A payload's address is even, so a tagged reason (odd) is never one.
-const _: () = assert!(std::mem::align_of::<PanicPayload>() >= 2);
-
-// SAFETY: a `Repr` either owns a `Box<PanicPayload>` (which is `Send` and
-// `Sync`: a mutex of a `Send` value) or holds no pointer at all.
-unsafe impl Send for Repr {}
-// SAFETY: as for `Send`; shared access only locks the mutex.
-unsafe impl Sync for Repr {}
-
-/// What a [`Repr`] holds.
-enum ReprRef<'a> {
+/// What a [`JoinError`] holds, boxed: the error is one word, so that
+/// `Result<T, JoinError>` of a small `T` is one word too, and so is a
+/// small task's stage. A cancellation allocates this box; a task that
+/// finishes allocates none.
+enum Repr {
     Cancelled(CancelReason),
-    Panicked(&'a PanicPayload),
-}
-
-impl Repr {
-    fn cancelled(reason: CancelReason) -> Repr {
-        // A pointer without provenance (`ptr::without_provenance_mut`,
-        // which is newer than our MSRV).
-        let tagged = std::ptr::null_mut::<u8>()
-            .wrapping_add(((reason as usize) << 1) | 1)
-            .cast::<PanicPayload>();
-        Repr(NonNull::new(tagged).expect("a tagged code is never 0"))
-    }
-
-    fn panicked(payload: Box<dyn Any + Send + 'static>) -> Repr {
-        Repr(NonNull::from(Box::leak(Box::new(PanicPayload::new(
-            payload,
-        )))))
-    }
-
-    /// Whether it holds a cancel reason (a tagged pointer), not a payload.
-    fn holds_reason(&self) -> bool {
-        self.0.as_ptr() as usize & 1 == 1
-    }
-
-    fn get(&self) -> ReprRef<'_> {
-        if self.holds_reason() {
-            let addr = self.0.as_ptr() as usize;
-            let code = u8::try_from(addr >> 1).expect("a cancel reason's code is a byte");
-            ReprRef::Cancelled(CancelReason::from_code(code).expect("a valid code"))
-        } else {
-            // SAFETY: an untagged `Repr` owns the box `panicked` leaked; it
-            // is freed only by `into_payload` or `drop`, which take `self`.
-            ReprRef::Panicked(unsafe { self.0.as_ref() })
-        }
-    }
-
-    /// The panic's payload, or the `Repr` back if it holds a reason.
-    fn into_payload(self) -> Result<Box<dyn Any + Send + 'static>, Repr> {
-        if self.holds_reason() {
-            return Err(self);
-        }
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: untagged: the box `panicked` leaked, owned by `self`, which
-        // is forgotten, so the box is freed once, here.
-        let payload = unsafe { Box::from_raw(this.0.as_ptr()) };
-        Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-impl Drop for Repr {
-    fn drop(&mut self) {
-        if !self.holds_reason() {
-            // SAFETY: untagged: the box `panicked` leaked, owned by `self`,
-            // freed once, here.
-            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
-        }
-    }
+    /// The mutex makes the error `Sync`, as error types are expected to be.
+    Panicked(std::sync::Mutex<Box<dyn Any + Send + 'static>>),
 }
 
 impl JoinError {
     pub(crate) fn cancelled(reason: CancelReason) -> JoinError {
         JoinError {
-            repr: Repr::cancelled(reason),
+            repr: Box::new(Repr::Cancelled(reason)),
         }
     }
 
     pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
-            repr: Repr::panicked(payload),
+            repr: Box::new(Repr::Panicked(std::sync::Mutex::new(payload))),
         }
     }
 
     /// The task was dropped before it finished, or never accepted:
     /// [`JoinError::cancel_reason`] says why.
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr.get(), ReprRef::Cancelled(_))
+        matches!(*self.repr, Repr::Cancelled(_))
     }
 
     /// Why the task was cancelled, or `None` if it panicked.
     pub fn cancel_reason(&self) -> Option<CancelReason> {
-        match self.repr.get() {
-            ReprRef::Cancelled(reason) => Some(reason),
-            ReprRef::Panicked(_) => None,
+        match *self.repr {
+            Repr::Cancelled(reason) => Some(reason),
+            Repr::Panicked(_) => None,
         }
     }
 
     /// The task panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr.get(), ReprRef::Panicked(_))
+        matches!(*self.repr, Repr::Panicked(_))
     }
 
     /// The panic's payload, to resume it with `std::panic::resume_unwind`.
     /// Returns the error back if the task did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        self.repr.into_payload().map_err(|repr| JoinError { repr })
+        if let Repr::Cancelled(_) = *self.repr {
+            return Err(self);
+        }
+        let Repr::Panicked(payload) = *self.repr else {
+            unreachable!("not cancelled")
+        };
+        Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn message(&self) -> String {
-        match self.repr.get() {
-            ReprRef::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
-            ReprRef::Panicked(payload) => {
+        match &*self.repr {
+            Repr::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
+            Repr::Panicked(payload) => {
                 let payload = lock_std(payload);
                 format!("task panicked: {}", panic_message(&**payload))
             }
