@@ -32,20 +32,18 @@
 //! check sleeping on `Young` (`a_second_fill_is_robbed`) or on `Moving`
 //! (`a_busy_owner_is_watched`); a claim by load and store instead of
 //! compare-exchange (loom reports the cell used by two threads); a steal
-//! without its heavy barrier (`owner_and_thief_take_once`,
+//! without its fence (`owner_and_thief_take_once`,
 //! `a_second_fill_is_robbed`, `a_busy_owner_is_watched`: the cell used by
 //! two threads); a thief claiming any fill but the claim's own, not only
 //! later ones (`two_thieves_and_a_refill_take_each_task_once`: a stale
 //! thief's verdict hides a steal, and the slot reads full).
 //!
-//! Loom models each asymmetric barrier pair (`sync::barrier`) as two
-//! `fence(SeqCst)`. It cannot tell a light side from a fence, so where a
-//! heavy side sits beside a SeqCst fence of another pairing (the sleep
-//! fence, `work_found`'s), removing it goes unnoticed here: that a heavy
-//! barrier stands before every look that must see a fill is argued in
+//! Where a far-side fence sits beside a SeqCst fence of another pairing
+//! (the sleep fence, `work_found`'s), removing it goes unnoticed here:
+//! that a fence stands before every look that must see a fill is argued in
 //! `sleep`'s and `lifo`'s docs, not checked by these models. Nor is
-//! `Sleep::before_fill`'s flag: with the fill's light side a real fence
-//! here, removing the flag passes; and with one filler, the argument for a
+//! `Sleep::before_fill`'s flag: with the fill's fence, removing the flag
+//! passes; and with one filler, the argument for a
 //! second (which reads the flag set and runs no fence) rests on SeqCst
 //! loads and stores, which loom treats as acquire and release.
 

@@ -77,9 +77,8 @@
 //! watches one, and the counters below are the common domain's; see
 //! `sleep`'s "Domains"):
 //!
-//! * The filler stores the task, runs the light side of the fill barrier
-//!   (see `sleep`: a pair of asymmetric barriers, ordering as two SeqCst
-//!   fences would), then reads the sleep counters. If no worker but itself
+//! * The filler stores the task, runs the fill fence (see `sleep`: a
+//!   `SeqCst` fence, paired with one on the sleeping side), then reads the sleep counters. If no worker but itself
 //!   was awake and idle, it wakes a sleeper, which searches and sees the
 //!   slot. (If that sleeper turned watcher meanwhile, the wake finds nobody
 //!   asleep; the watcher counts as awake and idle, and the next point
@@ -87,26 +86,26 @@
 //! * If some other worker W was awake and idle in the value the filler
 //!   read, W's later changes of the counters come later in their
 //!   modification order. W cannot sleep untimed without first counting
-//!   itself asleep (such a change) and then running the heavy side of the
-//!   barrier before its last look, nor leave idle as the last awake idle
+//!   itself asleep (such a change) and then running the far-side fence
+//!   before its last look, nor leave idle as the last awake idle
 //!   worker with sleepers left without counting itself active (such a
 //!   change) and then, before it concludes that nothing is left to hand
-//!   on, running the heavy side too (`Sleep::work_found`), unless it reads,
+//!   on, running the far-side fence too (`Sleep::work_found`), unless it reads,
 //!   after that change, that no slot of the pool was ever filled: a flag
 //!   every filler reads or sets before it fills, SeqCst like the counters,
 //!   so that then the filler's read of the counters came after W's change
-//!   (`Sleep::before_fill`), a contradiction. The barrier pair
+//!   (`Sleep::before_fill`), a contradiction. The fence pair
 //!   orders the fill before that look, so the look sees the task (or a
 //!   later state of the slot: its worker took it, or a thief did). In its
 //!   final check W then does not sleep; leaving idle, W wakes a sleeper, as
 //!   it does for queued jobs; if other workers are still awake and idle,
 //!   the same argument applies to the last of them. (W's first sleep of an
-//!   idle spell is timed and runs no heavy barrier, so it may miss the
+//!   idle spell is timed and runs no far-side fence, so it may miss the
 //!   task: it ends within `sleep`'s `UNCHECKED_SLEEP`, woken or not, and W
 //!   searches again, then checks as above before any further sleep.)
 //! * A watcher counts as awake and idle. Every watch ends with another
 //!   final check (counted asleep, fence, look; before an untimed sleep,
-//!   the heavy barrier and a second look), so a watcher sees the task
+//!   the far-side fence and a second look), so a watcher sees the task
 //!   too, one watch period (plus the OS timer's slack, plus
 //!   `UNCHECKED_SLEEP` if its next sleep is its spell's timed one) later at
 //!   the latest.

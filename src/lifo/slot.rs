@@ -17,24 +17,22 @@
 //! * `fill` (owner only): empty → full. The owner writes the cell, then
 //!   stores the word with the next generation, `Release`. It refuses while
 //!   the slot is full (a claim in progress included).
-//! * `take` (owner): stores the word not full (same generation), runs the
-//!   light side of an asymmetric barrier (`sync::barrier`), then reads the
-//!   claim. If no thief claimed this fill, the task is the owner's; if one
+//! * `take` (owner): stores the word not full (same generation), runs a
+//!   `SeqCst` fence, then reads the claim. If no thief claimed this fill, the task is the owner's; if one
 //!   did, the owner waits for its verdict (`WON`: the thief has it; `LOST`:
 //!   the owner has it).
 //! * `steal` (a thief, which saw the full word `seen`): claims the fill by
 //!   compare-exchange of the claim (refused while another claim is in
-//!   progress, or once this fill was claimed), runs the heavy side of the
-//!   barrier, then reads the word. Still `seen`: the thief won; it moves the
+//!   progress, or once this fill was claimed), runs a `SeqCst` fence, then
+//!   reads the word. Still `seen`: the thief won; it moves the
 //!   task out, then stores `WON`, `Release`. Otherwise the owner took the
 //!   task (or took it and filled again): the thief stores `LOST`.
 //!
 //! # Invariant: exactly one of owner and thief gets each task
 //!
-//! Take and steal are a Dekker handshake: each side stores, barriers, then
-//! loads the other's word. The barrier pair orders them as two
-//! `fence(SeqCst)` would, so the two loads cannot both miss the other's
-//! store:
+//! Take and steal are a Dekker handshake: each side stores, fences, then
+//! loads the other's word. The two `SeqCst` fences order them, so the two
+//! loads cannot both miss the other's store:
 //!
 //! * the owner reads no claim of this fill: the thief's later read of the
 //!   word sees it taken, and the thief loses without touching the cell;
@@ -50,11 +48,9 @@
 //! owner fills the cell again. Thieves claim one at a time (none while a
 //! claim is in progress), so the claim has one writer at a time too.
 //!
-//! Why asymmetric: the owner takes on every slot task (a message passed, a
-//! chain's hop), a thief only a task left alone for the steal delay. A
-//! compare-exchange on every take cost ping-pong about 10 ns a round trip
-//! (BENCHMARKS.md, "The LIFO slot's barriers"); the owner now pays a plain
-//! store and load, and the thief a system call.
+//! Why a fence, not a compare-exchange: the owner takes on every slot
+//! task (a message passed, a chain's hop), a thief rarely. The owner pays
+//! a store, a fence and a load.
 //!
 //! The generation changes with every fill, so a thief that saw a word twice
 //! knows the same task sat in the slot in between (the counter would have
@@ -71,7 +67,7 @@
 //! meanwhile wins that race, and the next refresh tries again). A thief
 //! preempted between its look and its claim for 2^29 fills is not covered.
 
-use crate::sync::{barrier, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
 
 const FULL: usize = 1;
 const GENERATION: usize = 4;
@@ -172,8 +168,8 @@ impl<T> Slot<T> {
         }
         let fill = word & !FULL;
         self.word.store(fill, Ordering::Relaxed);
-        // Pairs with the thief's heavy barrier in `steal`.
-        barrier::light();
+        // Pairs with the thief's fence in `steal`.
+        fence(Ordering::SeqCst);
         let mut claim = self.claim.load(Ordering::Acquire);
         if claim & !VERDICT == fill {
             // A thief claimed this fill: its verdict decides.
@@ -197,7 +193,7 @@ impl<T> Slot<T> {
             );
         }
         // SAFETY: this fill is ours (see the module doc): no thief claimed
-        // it before our barrier, so none moves it out, or its claimer lost.
+        // it before our fence, so none moves it out, or its claimer lost.
         let task = self.cell.with_mut(|cell| unsafe { (*cell).take() });
         debug_assert!(task.is_some(), "a full slot holds a task");
         task
@@ -237,8 +233,8 @@ impl<T> Slot<T> {
         self.claim
             .compare_exchange(claim, fill | CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
             .ok()?;
-        // Pairs with the owner's light barrier in `take`.
-        barrier::heavy();
+        // Pairs with the owner's fence in `take`.
+        fence(Ordering::SeqCst);
         if self.word.load(Ordering::Acquire) != seen.0 {
             // The owner took it first.
             self.claim.store(fill | LOST, Ordering::Release);

@@ -64,8 +64,6 @@ impl<B: PoolBehavior> OwnedPool<B> {
         // The names first (user code): a panic or a name std refuses is an
         // error before any channel is attached or thread started.
         let names = thread_config.names(config.threads)?;
-        // Before any of the pool's threads exists (see `sync::barrier`).
-        crate::sync::barrier::init();
         let threads = config.threads;
         let mut keys = Vec::new();
         let mut params = Vec::new();

@@ -50,32 +50,30 @@
 //!    spell is timed (`UNCHECKED_SLEEP`):
 //!    if nobody wakes it, it clears its own mark and takes itself off the
 //!    sleeping count, under the same lock, and searches again from step 1.
-//!    The next time step 4 finds nothing, it runs the heavy side of the
-//!    fill barrier (see below), checks once more with the same outcomes,
+//!    The next time step 4 finds nothing, it runs the far side of the
+//!    fill fence (see below), checks once more with the same outcomes,
 //!    and only then sleeps untimed. A timed sleeper counts and is woken as
 //!    a sleeper: the argument below holds for it unchanged.
 //!
 //! # Filling a LIFO slot (`Sleep::slot_filled`)
 //!
-//! The worker stores the task in its slot, runs the light side of an
-//! asymmetric barrier (`sync::barrier`: the *fill barrier*), and reads the
-//! counters: if no worker but itself is awake and idle, it wakes one
+//! The worker stores the task in its slot, runs a `SeqCst` fence (the
+//! *fill fence*), and reads the counters: if no worker but itself is awake and idle, it wakes one
 //! sleeper. (It discounts itself if it is idle: a worker helping inside a
-//! wait from its idle search may block on the very task.) The heavy side
-//! runs where a worker would otherwise miss the task: before an untimed
+//! wait from its idle search may block on the very task.) The far side, a
+//! `SeqCst` fence that pairs with it, runs where a worker would otherwise
+//! miss the task: before an untimed
 //! sleep (step 5) and in `work_found`, when the hand-off's look finds
-//! nothing left, where it runs the heavy barrier and looks again before it
-//! hands nothing on. Both sides are paid where they are rare: fills come
-//! with every message a task passes, untimed sleeps (one per idle spell)
-//! and empty hand-offs with a worker running dry. A timed sleep needs no
-//! heavy barrier: a fill its check missed waits for its end at most. A
-//! worker of a reserved domain, which neither fills nor looks at slots,
-//! runs neither heavy barrier and sleeps untimed at once; so does every
+//! nothing left, where it runs the fence and looks again before it hands
+//! nothing on. A timed sleep needs no far side: a fill its check missed
+//! waits for its end at most. A worker of a reserved domain, which neither
+//! fills nor looks at slots, runs neither far-side fence and sleeps
+//! untimed at once; so does every
 //! worker that reads, after its counters change, that no slot of its pool
 //! was ever filled: every filler reads or sets that flag before it fills
 //! and then loads the counters, all of it SeqCst, so its load sees the
 //! worker asleep or active (`Sleep::before_fill`). `lifo` has the argument
-//! that the task is never stranded; it rests on these two heavy barriers
+//! that the task is never stranded; it rests on these two far-side fences
 //! (or that flag) and on step 4 never sleeping while a slot is full.
 //!
 //! # Why no wake-up is lost
@@ -154,7 +152,7 @@ pub(crate) use counters::MAX_WORKERS;
 use counters::{AtomicCounters, JobsEvent};
 
 use crate::sync::{
-    barrier, fence, lock, yield_now, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
+    fence, lock, yield_now, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
 };
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
@@ -169,8 +167,8 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 #[cfg(loom)]
 const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 
-/// How long a worker sleeps before it has run the heavy side of the fill
-/// barrier (see "Filling a LIFO slot"): a sleep that nobody ends in this
+/// How long a worker sleeps before it has run the far side of the fill
+/// fence (see "Filling a LIFO slot"): a sleep that nobody ends in this
 /// time ends itself, and the next is checked and untimed. Longer than the
 /// gaps of a sparse load (W9: a task a millisecond), which a wake-up ends
 /// first; a fill its final check missed waits this long at most.
@@ -265,7 +263,7 @@ pub(crate) struct Sleep {
     slots: Box<[Slot]>,
     /// Whether any worker ever filled a LIFO slot in this pool (see
     /// "Filling a LIFO slot": until then no sleep or hand-off runs the
-    /// heavy barrier).
+    /// far-side fence).
     filled: AtomicBool,
 }
 
@@ -284,13 +282,13 @@ pub(crate) struct IdleState<'a> {
     rounds: u32,
     sleepy: Option<JobsEvent>,
     /// Whether this worker slept timed in this idle spell: its next sleep
-    /// is untimed, after the heavy barrier if a slot was ever filled (see
+    /// is untimed, after the far-side fence if a slot was ever filled (see
     /// "Filling a LIFO slot").
     slept_timed: bool,
     /// Whether its final check must see other workers' slot fills: a worker
     /// of the common domain, in a pool of more than one seat (reserved
     /// workers neither fill nor watch slots). Without, every sleep is
-    /// untimed and runs no heavy barrier.
+    /// untimed and runs no far-side fence.
     sees_fills: bool,
 }
 
@@ -394,8 +392,8 @@ impl Sleep {
                     return;
                 }
                 // Before concluding that nothing needs handing on, the
-                // heavy side of the fill barrier (see the module doc).
-                barrier::heavy();
+                // far side of the fill fence (see the module doc).
+                fence(Ordering::SeqCst);
                 if !more_work() {
                     return;
                 }
@@ -450,9 +448,9 @@ impl Sleep {
         let sees_fills = self.may_miss_fills(idle.sees_fills);
         let untimed = idle.slept_timed || !sees_fills;
         if check == Check::Sleep && idle.slept_timed && sees_fills {
-            // Before an untimed sleep, the heavy side of the fill barrier:
-            // a slot filled before it is seen now (see the module doc).
-            barrier::heavy();
+            // Before an untimed sleep, the far side of the fill fence: a
+            // slot filled before it is seen now (see the module doc).
+            fence(Ordering::SeqCst);
             check = final_check();
         }
         match check {
@@ -564,7 +562,7 @@ impl Sleep {
 
     /// Whether a worker whose final check looks at other workers' slots
     /// (`sees_fills`, its `IdleState`'s) could have missed a fill, so that
-    /// it must run the heavy side of the fill barrier before it concludes
+    /// it must run the far side of the fill fence before it concludes
     /// there is nothing: only once some slot of the pool was ever filled
     /// (see `before_fill`). Read after the caller's SeqCst fence (the sleep
     /// fence, or `work_found`'s).
@@ -581,8 +579,8 @@ impl Sleep {
     /// that set it, in S; every filler reads the flag set (or set it itself)
     /// before it fills and then loads the counters; so that load comes
     /// after W's change in S and sees W asleep or active, and the filler
-    /// wakes a sleeper if nobody else is awake and idle: W needs no heavy
-    /// barrier (see the module doc). (On x86 a SeqCst load is a plain load.
+    /// wakes a sleeper if nobody else is awake and idle: W needs no
+    /// far-side fence (see the module doc). (On x86 a SeqCst load is a plain load.
     /// The fence after the store is for loom, which models SeqCst fences but
     /// treats SeqCst loads and stores as acquire and release.)
     #[inline]
@@ -610,10 +608,10 @@ impl Sleep {
             // there is, and nobody else could take the task.
             return;
         }
-        // The fill barrier, the light side: pairs with the heavy barrier
-        // before an untimed sleep and `work_found`'s (see the module doc).
-        // (Only the common domain's workers fill or take slots.)
-        barrier::light();
+        // The fill fence: pairs with the fence before an untimed sleep
+        // and `work_found`'s (see the module doc). (Only the common
+        // domain's workers fill or take slots.)
+        fence(Ordering::SeqCst);
         let counters = self.common.counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
         if others == 0 && counters.sleeping() > 0 {
