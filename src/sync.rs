@@ -81,4 +81,3 @@ impl<T> UnsafeCell<T> {
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
-

@@ -590,7 +590,6 @@ pub(crate) fn offer_lifo(
     let mut idle = false;
     keep_on_worker(shared, channel, task, |local, task| {
         idle = local.idle.get();
-        shared.sleep.before_fill();
         local.lifo.offer(&shared.lifo[local.index], channel, task)
     })
     .map(|()| idle)

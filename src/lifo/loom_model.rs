@@ -38,14 +38,8 @@
 //! later ones (`two_thieves_and_a_refill_take_each_task_once`: a stale
 //! thief's verdict hides a steal, and the slot reads full).
 //!
-//! Where a far-side fence sits beside a SeqCst fence of another pairing
-//! (the sleep fence, `work_found`'s), removing it goes unnoticed here:
-//! that a fence stands before every look that must see a fill is argued in
-//! `sleep`'s and `lifo`'s docs, not checked by these models. Nor is
-//! `Sleep::before_fill`'s flag: with the fill's fence, removing the flag
-//! passes; and with one filler, the argument for a
-//! second (which reads the flag set and runs no fence) rests on SeqCst
-//! loads and stores, which loom treats as acquire and release.
+//! The fill fence pairs with the sleep fence and `work_found`'s: the
+//! models check the first pairing (`a_sleeping_thief_is_woken`).
 
 use super::slot::Slot;
 use super::watch::{Verdict, Watch};
@@ -93,7 +87,6 @@ impl World {
     /// Worker 0, active: fills its slot and announces it, as `enqueue`
     /// does.
     fn fill(&self, world: &Arc<World>) {
-        self.sleep.before_fill();
         assert!(self.slots[0].fill(Task(world.clone())).is_ok());
         self.sleep.slot_filled(false);
     }
@@ -232,8 +225,8 @@ fn owner_and_thief_take_once() {
     });
 }
 
-/// The fill lands once the thief sleeps (untimed: no slot was filled yet,
-/// see `Sleep::before_fill`): only the filler's wake-up gets the task out
+/// The fill lands once the thief sleeps: only the filler's wake-up gets
+/// the task out
 /// (loom's yields seldom let the thief sleep before a fill that comes right
 /// away, so the model waits for it).
 #[test]

@@ -77,38 +77,30 @@
 //! watches one, and the counters below are the common domain's; see
 //! `sleep`'s "Domains"):
 //!
-//! * The filler stores the task, runs the fill fence (see `sleep`: a
-//!   `SeqCst` fence, paired with one on the sleeping side), then reads the sleep counters. If no worker but itself
+//! * The filler stores the task, runs the fill fence (a `SeqCst` fence,
+//!   see `sleep`), then reads the sleep counters. If no worker but itself
 //!   was awake and idle, it wakes a sleeper, which searches and sees the
 //!   slot. (If that sleeper turned watcher meanwhile, the wake finds nobody
 //!   asleep; the watcher counts as awake and idle, and the next point
 //!   covers it.)
 //! * If some other worker W was awake and idle in the value the filler
 //!   read, W's later changes of the counters come later in their
-//!   modification order. W cannot sleep untimed without first counting
-//!   itself asleep (such a change) and then running the far-side fence
-//!   before its last look, nor leave idle as the last awake idle
-//!   worker with sleepers left without counting itself active (such a
-//!   change) and then, before it concludes that nothing is left to hand
-//!   on, running the far-side fence too (`Sleep::work_found`), unless it reads,
-//!   after that change, that no slot of the pool was ever filled: a flag
-//!   every filler reads or sets before it fills, SeqCst like the counters,
-//!   so that then the filler's read of the counters came after W's change
-//!   (`Sleep::before_fill`), a contradiction. The fence pair
-//!   orders the fill before that look, so the look sees the task (or a
-//!   later state of the slot: its worker took it, or a thief did). In its
-//!   final check W then does not sleep; leaving idle, W wakes a sleeper, as
-//!   it does for queued jobs; if other workers are still awake and idle,
-//!   the same argument applies to the last of them. (W's first sleep of an
-//!   idle spell is timed and runs no far-side fence, so it may miss the
-//!   task: it ends within `sleep`'s `UNCHECKED_SLEEP`, woken or not, and W
-//!   searches again, then checks as above before any further sleep.)
+//!   modification order. W cannot sleep without first counting itself
+//!   asleep (such a change), then running the sleep fence before its final
+//!   look. Nor can it leave idle as the last awake idle worker with
+//!   sleepers left without counting itself active (such a change), then
+//!   running `work_found`'s fence before it looks for work to hand on.
+//!   Either fence comes after the fill fence in the SeqCst order (the
+//!   filler's read of the counters would otherwise have seen W's change),
+//!   so the look sees the task, or a later state of the slot: its worker
+//!   took it, or a thief did. In its final check W then does not sleep;
+//!   leaving idle, W wakes a sleeper, as it does for queued jobs; if other
+//!   workers are still awake and idle, the same argument applies to the
+//!   last of them.
 //! * A watcher counts as awake and idle. Every watch ends with another
-//!   final check (counted asleep, fence, look; before an untimed sleep,
-//!   the far-side fence and a second look), so a watcher sees the task
-//!   too, one watch period (plus the OS timer's slack, plus
-//!   `UNCHECKED_SLEEP` if its next sleep is its spell's timed one) later at
-//!   the latest.
+//!   final check (counted asleep, fence, look), so a watcher sees the task
+//!   too, one watch period (plus the OS timer's slack) later at the
+//!   latest.
 //! * Seeing the task, a worker searches again or watches, but never sleeps
 //!   untimed; it steals the task once it has seen it in the same slot (same
 //!   generation) for the delay. The generation changes on every fill, so a
@@ -128,9 +120,8 @@
 //! A slot task that its worker does not come back for waits up to the
 //! steal delay (up to about 120 µs, if the idle workers were watching: the
 //! delay, a watch period and the OS timer's slack) before an idle worker
-//! starts it, plus up to 5 ms if it was filled just as the last idle worker
-//! fell asleep (the timed first sleep above); while every other worker is
-//! busy, it waits for one to go idle. A task that must start at once on
+//! starts it; while every other worker is busy, it waits for one to go
+//! idle. A task that must start at once on
 //! any free worker belongs on a channel without the slot
 //! ([`VecDequeChannel::without_lifo_slot`](crate::VecDequeChannel::without_lifo_slot)).
 

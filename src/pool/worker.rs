@@ -502,7 +502,6 @@ pub(super) fn find<B: PoolBehavior>(
 #[cold]
 fn refill<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, channel: usize, task: RunningTask) {
     let shared = &pool.shared;
-    shared.sleep.before_fill();
     match shared.lifo[local.index].fill((channel, task)) {
         Ok(()) => shared.sleep.slot_filled(local.idle.get()),
         // (Only its worker fills a slot, and it just took this one: not

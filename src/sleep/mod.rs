@@ -45,36 +45,21 @@
 //!    again. Another worker's slot busy with tasks its worker comes back
 //!    for? Then it takes itself off the sleeping count and watches.
 //! 5. It marks itself blocked and waits on its condvar until a waker clears
-//!    the mark (the waker also decrements the sleeping count). Once a slot
-//!    of the pool was ever filled (see below), the first sleep of an idle
-//!    spell is timed (`UNCHECKED_SLEEP`):
-//!    if nobody wakes it, it clears its own mark and takes itself off the
-//!    sleeping count, under the same lock, and searches again from step 1.
-//!    The next time step 4 finds nothing, it runs the far side of the
-//!    fill fence (see below), checks once more with the same outcomes,
-//!    and only then sleeps untimed. A timed sleeper counts and is woken as
-//!    a sleeper: the argument below holds for it unchanged.
+//!    the mark (the waker also decrements the sleeping count).
 //!
 //! # Filling a LIFO slot (`Sleep::slot_filled`)
 //!
-//! The worker stores the task in its slot, runs a `SeqCst` fence (the
-//! *fill fence*), and reads the counters: if no worker but itself is awake and idle, it wakes one
-//! sleeper. (It discounts itself if it is idle: a worker helping inside a
-//! wait from its idle search may block on the very task.) The far side, a
-//! `SeqCst` fence that pairs with it, runs where a worker would otherwise
-//! miss the task: before an untimed
-//! sleep (step 5) and in `work_found`, when the hand-off's look finds
-//! nothing left, where it runs the fence and looks again before it hands
-//! nothing on. A timed sleep needs no far side: a fill its check missed
-//! waits for its end at most. A worker of a reserved domain, which neither
-//! fills nor looks at slots, runs neither far-side fence and sleeps
-//! untimed at once; so does every
-//! worker that reads, after its counters change, that no slot of its pool
-//! was ever filled: every filler reads or sets that flag before it fills
-//! and then loads the counters, all of it SeqCst, so its load sees the
-//! worker asleep or active (`Sleep::before_fill`). `lifo` has the argument
-//! that the task is never stranded; it rests on these two far-side fences
-//! (or that flag) and on step 4 never sleeping while a slot is full.
+//! A fill is posted like a job, with the *fill fence* in the place of the
+//! set fence. The worker stores the task in its slot, runs a `SeqCst`
+//! fence, and reads the counters: if no worker but itself is awake and
+//! idle, it wakes one sleeper. (It discounts itself if it is idle: a
+//! worker helping inside a wait from its idle search may block on the very
+//! task.) The fence pairs with the sleep fence, after which the final
+//! check looks at the slots, and with `work_found`'s, after which the last
+//! idle worker looks for work to hand on: either that look sees the task,
+//! or the filler's read of the counters sees the worker asleep or active.
+//! `lifo` has the argument that the task is never stranded; it rests on
+//! these fences and on step 4 never sleeping while a slot is full.
 //!
 //! # Why no wake-up is lost
 //!
@@ -151,9 +136,7 @@ mod counters;
 pub(crate) use counters::MAX_WORKERS;
 use counters::{AtomicCounters, JobsEvent};
 
-use crate::sync::{
-    fence, lock, yield_now, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
-};
+use crate::sync::{fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
 /// then sleep). Each round yields the processor once. Measured with the
@@ -166,14 +149,6 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 /// without changing the protocol.
 #[cfg(loom)]
 const ROUNDS_UNTIL_SLEEPY: u32 = 1;
-
-/// How long a worker sleeps before it has run the far side of the fill
-/// fence (see "Filling a LIFO slot"): a sleep that nobody ends in this
-/// time ends itself, and the next is checked and untimed. Longer than the
-/// gaps of a sparse load (W9: a task a millisecond), which a wake-up ends
-/// first; a fill its final check missed waits this long at most.
-#[cfg(not(loom))]
-const UNCHECKED_SLEEP: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What the sleep's final check found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -261,10 +236,6 @@ pub(crate) struct Sleep {
     /// Per slot: its domain.
     domain_of: Box<[usize]>,
     slots: Box<[Slot]>,
-    /// Whether any worker ever filled a LIFO slot in this pool (see
-    /// "Filling a LIFO slot": until then no sleep or hand-off runs the
-    /// far-side fence).
-    filled: AtomicBool,
 }
 
 /// Evidence that a worker is idle: exists from `start_looking` until
@@ -281,15 +252,6 @@ pub(crate) struct IdleState<'a> {
     worker: usize,
     rounds: u32,
     sleepy: Option<JobsEvent>,
-    /// Whether this worker slept timed in this idle spell: its next sleep
-    /// is untimed, after the far-side fence if a slot was ever filled (see
-    /// "Filling a LIFO slot").
-    slept_timed: bool,
-    /// Whether its final check must see other workers' slot fills: a worker
-    /// of the common domain, in a pool of more than one seat (reserved
-    /// workers neither fill nor watch slots). Without, every sleep is
-    /// untimed and runs no far-side fence.
-    sees_fills: bool,
 }
 
 impl IdleState<'_> {
@@ -329,7 +291,6 @@ impl Sleep {
                     hint: AtomicUsize::new(0),
                 })
                 .collect(),
-            filled: AtomicBool::new(false),
         }
     }
 
@@ -343,8 +304,6 @@ impl Sleep {
             worker,
             rounds: 0,
             sleepy: None,
-            slept_timed: false,
-            sees_fills: self.domain_of[worker] == 0 && self.slots.len() > 1,
         }
     }
 
@@ -378,7 +337,7 @@ impl Sleep {
     /// worker with no sleeper of its own to hand on to posts the rest to
     /// the common domain instead.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
-        let (domain, worker, sees_fills) = (idle.domain, idle.worker, idle.sees_fills);
+        let (domain, worker) = (idle.domain, idle.worker);
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = domain.counters.sub_inactive();
         let last = after.awake_idle() == 0;
@@ -387,16 +346,9 @@ impl Sleep {
         if hand_off || (last && reserved) || domain.watching.load(Ordering::Relaxed) > 0 {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
+            // And with the fill fence of `slot_filled`.
             if !more_work() {
-                if !hand_off || !self.may_miss_fills(sees_fills) {
-                    return;
-                }
-                // Before concluding that nothing needs handing on, the
-                // far side of the fill fence (see the module doc).
-                fence(Ordering::SeqCst);
-                if !more_work() {
-                    return;
-                }
+                return;
             }
             let d = self.domain_of[worker];
             // The sleeper we would wake may have turned watcher since we
@@ -443,17 +395,7 @@ impl Sleep {
         // poster that set a bit runs before `new_jobs_at` reads the counters.
         fence(Ordering::SeqCst);
         // Nobody can have woken us: wakers only act on `Asleep`.
-        let mut check = final_check();
-        // After the sleep fence.
-        let sees_fills = self.may_miss_fills(idle.sees_fills);
-        let untimed = idle.slept_timed || !sees_fills;
-        if check == Check::Sleep && idle.slept_timed && sees_fills {
-            // Before an untimed sleep, the far side of the fill fence: a
-            // slot filled before it is seen now (see the module doc).
-            fence(Ordering::SeqCst);
-            check = final_check();
-        }
-        match check {
+        match final_check() {
             Check::Sleep => {}
             Check::Search => {
                 domain.counters.sub_sleeping();
@@ -474,53 +416,16 @@ impl Sleep {
             }
         }
         *park = Park::Asleep;
-        if untimed {
-            while *park == Park::Asleep {
-                park = slot
-                    .condvar
-                    .wait(park)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-            }
-        } else {
-            park = self.sleep_timed(slot, park);
-            if *park == Park::Asleep {
-                // Nobody woke us: off the sleeping count, under the lock
-                // that wakers take, and search once more before sleeping
-                // untimed.
-                *park = Park::Awake;
-                domain.counters.sub_sleeping();
-                idle.slept_timed = true;
-                idle.rounds = ROUNDS_UNTIL_SLEEPY;
-                return;
-            }
+        while *park == Park::Asleep {
+            park = slot
+                .condvar
+                .wait(park)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         // Our waker took us off the sleeping count, and may have said
         // where its job is. Search afresh.
         idle.hint = slot.hint.swap(0, Ordering::Relaxed).checked_sub(1);
         idle.rounds = 0;
-        // One unchecked sleep per idle spell (a worker that finds a task
-        // leaves the spell through `work_found`): a wake-up that finds
-        // nothing must not buy another.
-        idle.slept_timed = true;
-    }
-
-    /// Waits until woken or [`UNCHECKED_SLEEP`] passes (under loom, where a
-    /// timed wait never times out: lets go of the lock once, so that a
-    /// waker may come first, then times out).
-    fn sleep_timed<'s>(&self, slot: &'s Slot, park: MutexGuard<'s, Park>) -> MutexGuard<'s, Park> {
-        #[cfg(not(loom))]
-        {
-            slot.condvar
-                .wait_timeout_while(park, UNCHECKED_SLEEP, |park| *park == Park::Asleep)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0
-        }
-        #[cfg(loom)]
-        {
-            drop(park);
-            loom::thread::yield_now();
-            lock(&slot.park)
-        }
     }
 
     /// Waits one watch period, or until poked. The caller set its park to
@@ -560,44 +465,6 @@ impl Sleep {
             .sum()
     }
 
-    /// Whether a worker whose final check looks at other workers' slots
-    /// (`sees_fills`, its `IdleState`'s) could have missed a fill, so that
-    /// it must run the far side of the fill fence before it concludes
-    /// there is nothing: only once some slot of the pool was ever filled
-    /// (see `before_fill`). Read after the caller's SeqCst fence (the sleep
-    /// fence, or `work_found`'s).
-    #[inline]
-    fn may_miss_fills(&self, sees_fills: bool) -> bool {
-        sees_fills && self.filled.load(Ordering::SeqCst)
-    }
-
-    /// A worker is about to fill its LIFO slot: the first time in the pool
-    /// (as far as it can tell) it says so. Every access to the flag is
-    /// SeqCst, and so are the counters' changes and loads, so they all sit
-    /// in the one total order S. A worker W that reads the flag unset (after
-    /// its counters change, in program order) reads it before the store
-    /// that set it, in S; every filler reads the flag set (or set it itself)
-    /// before it fills and then loads the counters; so that load comes
-    /// after W's change in S and sees W asleep or active, and the filler
-    /// wakes a sleeper if nobody else is awake and idle: W needs no
-    /// far-side fence (see the module doc). (On x86 a SeqCst load is a plain load.
-    /// The fence after the store is for loom, which models SeqCst fences but
-    /// treats SeqCst loads and stores as acquire and release.)
-    #[inline]
-    pub(crate) fn before_fill(&self) {
-        if !self.filled.load(Ordering::SeqCst) {
-            self.first_fill();
-        }
-    }
-
-    /// [`Sleep::before_fill`]'s rare path, out of the fill's way.
-    #[cold]
-    #[inline(never)]
-    fn first_fill(&self) {
-        self.filled.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-    }
-
     /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
     /// if no other worker is awake and idle to see the task. `filler_idle`:
     /// the filler itself is counted awake and idle.
@@ -608,9 +475,9 @@ impl Sleep {
             // there is, and nobody else could take the task.
             return;
         }
-        // The fill fence: pairs with the fence before an untimed sleep
-        // and `work_found`'s (see the module doc). (Only the common
-        // domain's workers fill or take slots.)
+        // The fill fence: pairs with the sleep fence and `work_found`'s
+        // (see the module doc). (Only the common domain's workers fill or
+        // take slots.)
         fence(Ordering::SeqCst);
         let counters = self.common.counters.load();
         let others = counters.awake_idle() - usize::from(filler_idle);
