@@ -40,15 +40,13 @@
 //! polling it again (see "Abort" below).
 //!
 //! Transitions, each one atomic read-modify-write of the word (a self-wake
-//! alone writes only a thread-local, a poll that re-queues its task writes
-//! nothing, and the start of its token, finding the word as that poll
-//! left it, only loads it: below):
+//! alone writes only a thread-local, and a poll that re-queues its task
+//! writes nothing: below):
 //!
 //! * spawn creates the task `SCHEDULED` with its token;
 //! * `SCHEDULED → RUNNING` by the token's holder (the token is consumed;
 //!   the first start also sets `STARTED`, see "Moves"); the same start
-//!   takes a word left running by a re-queue (below) to plain `RUNNING`
-//!   (with a load alone if it is plain `RUNNING` already);
+//!   takes a word left running by a re-queue (below) to plain `RUNNING`;
 //! * poll returned `Pending`: one CAS takes `RUNNING → IDLE`
 //!   (responsibility given up); if a wake came during the poll the CAS
 //!   fails on `RUNNING+SCHEDULED`, the word stays so, and the worker
@@ -87,24 +85,18 @@
 //! abort sets its flag for that start to find, a move is refused as for a
 //! running task (it has started anyway).
 //!
-//! What this saves is the read-modify-write of a yield's end, and of its
-//! next start: a yield is two locked instructions on x86 (the channel's
-//! status fence, its queue's pop). What orders the stage then is the token's
-//! hand-over: the poller's last access to the stage is sequenced before it
-//! hands the token to the followup, and whoever starts (or drops) the
-//! token next received it through the followup and a channel. Every
-//! hand-over of an owned value to another thread in safe Rust carries a
-//! release and an acquire (a lock, a channel, an atomic pointer's
-//! publication), so the next poll happens after the last. The mark also
-//! lets the start expect the running word with nothing added, and then
-//! write nothing: a load that finds it so is the start (nothing added
-//! means no wake or abort that happens before it; one the load misses
-//! counts as coming during the next poll, and its `SCHEDULED` waits in the
-//! word for that poll's end or a later start, see `State::start`). A wake
-//! that the start reads costs it a CAS (so a poll woken from elsewhere
-//! costs two read-modify-writes, its end's failed CAS and its next
-//! start's; a self-woken one costs none, or one if woken from elsewhere
-//! too).
+//! What this saves is the read-modify-write of a yield's end: a yield is
+//! its next start's CAS and two more locked instructions on x86 (the
+//! channel's status fence, its queue's pop). What orders the stage then is
+//! the token's hand-over: the poller's last access to the stage is
+//! sequenced before it hands the token to the followup, and whoever starts
+//! (or drops) the token next received it through the followup and a
+//! channel. Every hand-over of an owned value to another thread in safe
+//! Rust carries a release and an acquire (a lock, a channel, an atomic
+//! pointer's publication), so the next poll happens after the last. The
+//! start expects the running word with nothing added; a wake meanwhile
+//! costs it a second CAS (so a poll woken from elsewhere costs three
+//! read-modify-writes: its end's failed CAS and its next start's two).
 //!
 //! # Abort
 //!

@@ -174,42 +174,11 @@ impl State {
     /// expecting the word with no wake or abort since: a wake meanwhile
     /// costs a second. Acquire pairs with the release of every wake (and
     /// abort, and move) whose write the start reads.
-    ///
-    /// A re-queued token that finds its line's word plain `RUNNING+STARTED`
-    /// (a yield, most often) only loads it: the CAS would write back the
-    /// word it expects, and nothing acquires a start's write. The load is
-    /// not ordered against wakes as the CAS is, and it need not be:
-    ///
-    /// * It reads the word as the line's last start left it or later (that
-    ///   start happens before the token's hand-over, see the parent
-    ///   module's "Re-queued running"). From then on, while this token is
-    ///   live, only wakes and aborts write the word, and they only add
-    ///   `SCHEDULED` (and `ABORTED`), which only a start's CAS clears: so
-    ///   every word the load can read is plain running or claimable.
-    /// * A wake or an abort it misses is not ordered before it, so it
-    ///   counts as coming during the poll about to run: the `SCHEDULED` it
-    ///   left stays in the word, where that poll's end CAS fails on it and
-    ///   acquires it (the poll re-queues the task), or a later start's CAS
-    ///   claims and acquires it. A wake after the load finds the word
-    ///   running and does the same, as it would after the CAS.
-    ///
-    /// A word with more in it is claimed with one CAS expecting what the
-    /// load read. A word the token cannot claim (never read by a live
-    /// token, by the first point) makes it stale, as the CAS's failure
-    /// would.
     #[inline]
     pub(crate) fn start(&self, line: Line, started: bool, requeued: bool) -> Start {
         debug_assert!(started || !requeued, "a re-queued task had started");
         let mut expected = if requeued {
-            let word = self.0.load(Ordering::Acquire);
-            if word == line | STARTED | RUNNING {
-                return Start::Poll;
-            }
-            if !claimable(word, line, requeued) {
-                return Start::Stale;
-            }
-            // Woken or aborted meanwhile: claim the word as it is.
-            word
+            line | STARTED | RUNNING
         } else {
             line | SCHEDULED | if started { STARTED } else { 0 }
         };
