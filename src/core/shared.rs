@@ -312,12 +312,9 @@ impl Shared {
         }
     }
 
-    /// Whether a worker other than `me` has a task in its LIFO slot.
-    pub(crate) fn others_slot_full(&self, me: usize) -> bool {
-        self.lifo
-            .iter()
-            .enumerate()
-            .any(|(worker, slot)| worker != me && slot.look().is_full())
+    /// Whether any worker has a task in its LIFO slot.
+    pub(crate) fn any_slot_full(&self) -> bool {
+        self.lifo.iter().any(|slot| slot.look().is_full())
     }
 
     /// Gives one count back to close: what [`Admitted`]'s drop and a task's

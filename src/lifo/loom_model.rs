@@ -38,8 +38,11 @@
 //! later ones (`two_thieves_and_a_refill_take_each_task_once`: a stale
 //! thief's verdict hides a steal, and the slot reads full).
 //!
-//! The fill fence pairs with the sleep fence and `work_found`'s: the
-//! models check the first pairing (`a_sleeping_thief_is_woken`).
+//! The fill fence pairs with the sleep fence and `work_found`'s. The
+//! models check the first pairing: a fill without its fence fails
+//! `a_busy_owner_is_watched`. `work_found`'s pairing is not modelled
+//! (the thief's `more_work` here is `|| false`); `sleep` and `lifo`
+//! argue it.
 
 use super::slot::Slot;
 use super::watch::{Verdict, Watch};

@@ -96,13 +96,15 @@
 //!   took it, or a thief did. In its final check W then does not sleep;
 //!   leaving idle, W wakes a sleeper, as it does for queued jobs; if other
 //!   workers are still awake and idle, the same argument applies to the
-//!   last of them.
+//!   last of them. That last one may be the filler itself (an idle worker
+//!   refills its own slot at the fairness turn, then finds a queued task):
+//!   its look covers its own slot too.
 //! * A watcher counts as awake and idle. Every watch ends with another
 //!   final check (counted asleep, fence, look), so a watcher sees the task
 //!   too, one watch period (plus the OS timer's slack) later at the
 //!   latest.
-//! * Seeing the task, a worker searches again or watches, but never sleeps
-//!   untimed; it steals the task once it has seen it in the same slot (same
+//! * Seeing the task, a worker searches again or watches, but never
+//!   sleeps; it steals the task once it has seen it in the same slot (same
 //!   generation) for the delay. The generation changes on every fill, so a
 //!   worker that comes back for its slot within the delay is not robbed
 //!   (one that the OS preempts for longer may be).

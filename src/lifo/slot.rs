@@ -18,9 +18,9 @@
 //!   stores the word with the next generation, `Release`. It refuses while
 //!   the slot is full (a claim in progress included).
 //! * `take` (owner): stores the word not full (same generation), runs a
-//!   `SeqCst` fence, then reads the claim. If no thief claimed this fill, the task is the owner's; if one
-//!   did, the owner waits for its verdict (`WON`: the thief has it; `LOST`:
-//!   the owner has it).
+//!   `SeqCst` fence, then reads the claim. If no thief claimed this fill,
+//!   the task is the owner's; if one did, the owner waits for its verdict
+//!   (`WON`: the thief has it; `LOST`: the owner has it).
 //! * `steal` (a thief, which saw the full word `seen`): claims the fill by
 //!   compare-exchange of the claim (refused while another claim is in
 //!   progress, or once this fill was claimed), runs a `SeqCst` fence, then
@@ -48,9 +48,10 @@
 //! owner fills the cell again. Thieves claim one at a time (none while a
 //! claim is in progress), so the claim has one writer at a time too.
 //!
-//! Why a fence, not a compare-exchange: the owner takes on every slot
-//! task (a message passed, a chain's hop), a thief rarely. The owner pays
-//! a store, a fence and a load.
+//! The owner takes on every slot task (a message passed, a chain's hop), a
+//! thief rarely: the owner pays a store, a fence and a load (the fence
+//! costs about what a compare-exchange would; the A/B is in
+//! BENCHMARKS.md's ablation table).
 //!
 //! The generation changes with every fill, so a thief that saw a word twice
 //! knows the same task sat in the slot in between (the counter would have

@@ -210,7 +210,9 @@ fn search_idle<B: PoolBehavior>(
         // Only the work this worker serves counted on it (see `sleep`'s
         // "Domains").
         Some(bits) => pool.work_remains_in(bits),
-        None => pool.work_remains() || shared.others_slot_full(local.index),
+        // Its own slot too: refilled at the fairness turn (`refill`), it
+        // holds a task nobody runs while this worker runs what it found.
+        None => pool.work_remains() || shared.any_slot_full(),
     });
     if found.is_some() {
         // A seat turns busy: a stall watcher waiting for one looks again.

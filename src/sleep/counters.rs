@@ -90,9 +90,9 @@ impl AtomicCounters {
         Counters(self.0.fetch_sub(ONE_INACTIVE, Ordering::SeqCst) - ONE_INACTIVE)
     }
 
-    /// A waker took a sleeper off the count (the waker decrements, so that
-    /// posters see the change at once), or a timed sleep ended unwoken (the
-    /// sleeper decrements, under its lock: see `sleep`).
+    /// A sleeper leaves the count: taken off by its waker (which
+    /// decrements, so that posters see the change at once), or by itself
+    /// when its final check says search or watch (see `sleep`).
     pub(crate) fn sub_sleeping(&self) {
         self.0.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
     }

@@ -49,8 +49,8 @@
 //!
 //! # Filling a LIFO slot (`Sleep::slot_filled`)
 //!
-//! A fill is posted like a job, with the *fill fence* in the place of the
-//! set fence. The worker stores the task in its slot, runs a `SeqCst`
+//! A fill is announced as a job is, with the *fill fence* in the place of
+//! the set fence (it does not bump the JEC or poke watchers). The worker stores the task in its slot, runs a `SeqCst`
 //! fence, and reads the counters: if no worker but itself is awake and
 //! idle, it wakes one sleeper. (It discounts itself if it is idle: a
 //! worker helping inside a wait from its idle search may block on the very
@@ -177,8 +177,7 @@ impl Check {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Park {
     Awake,
-    /// Counted asleep; a waker sets it `Awake` and uncounts it (or the
-    /// sleeper itself, under the lock, when its timed sleep ends).
+    /// Counted asleep; a waker sets it `Awake` and uncounts it.
     Asleep,
     /// Watching, counted awake and idle; a poke sets it `Awake`.
     Watching,
@@ -322,9 +321,11 @@ impl Sleep {
     /// So P's fences precede W's fence, and W's look sees P's job in the
     /// channel (the store came before P's fences) and its bit, or a later
     /// state in which a clearing worker's second look, or another worker's
-    /// pop, took the job. If other workers are still awake and idle, W skips
-    /// the look: the last of them to leave does it, and one that falls
-    /// asleep instead sees the bit in its own final check.
+    /// pop, took the job. A LIFO slot's fill is the same, with the fill
+    /// fence for P's fences: the look (`more_work`) covers every full slot,
+    /// the worker's own included. If other workers are still awake and
+    /// idle, W skips the look: the last of them to leave does it, and one
+    /// that falls asleep instead sees the bit in its own final check.
     ///
     /// If the awake idle workers left are watching, a poster that counted
     /// on this worker may have read the counters while the watcher was
