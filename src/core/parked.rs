@@ -98,7 +98,7 @@
 use std::fmt;
 
 use crate::sync::{lock, AtomicU8, AtomicUsize, Mutex, Ordering};
-use crate::task::ParkedTask;
+use crate::task::{ParkedRegistry, ParkedTask};
 
 /// Shards of the registry: registrations from different workers rarely
 /// meet on one lock.
@@ -141,48 +141,6 @@ impl Parked {
         }
     }
 
-    /// Registers a task that is about to park for the first time; returns
-    /// its slot.
-    pub(crate) fn register(&self, task: ParkedTask) -> u32 {
-        let mut shard = lock(&self.shards[ParkedTask::shard(task.key(), SHARDS)]);
-        match shard.free.pop() {
-            Some(slot) => {
-                shard.slots[slot as usize] = Some(task);
-                slot
-            }
-            None => {
-                shard.slots.push(Some(task));
-                // Below 2^31 - 1: a slot plus one never has the bit of a
-                // queue-wait stamp (`task::STAMP`), which shares its word.
-                u32::try_from(shard.slots.len() - 1)
-                    .ok()
-                    .filter(|&slot| slot < (1 << 31) - 1)
-                    .expect("fewer than 2^31 - 1 parked tasks a shard")
-            }
-        }
-    }
-
-    /// The task registered under `key` in `slot` is being freed.
-    pub(crate) fn unregister(&self, key: *const (), slot: u32) {
-        let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
-        let entry = shard.slots.get_mut(slot as usize);
-        if let Some(entry) = entry {
-            if entry.as_ref().is_some_and(|task| task.key() == key) {
-                *entry = None;
-                shard.free.push(slot);
-            }
-        }
-    }
-
-    /// Whether a task that parks now must be dropped by its poller: an
-    /// uncounted one once the sweep began, a counted one once close's
-    /// deadline passed.
-    #[inline]
-    pub(crate) fn drops(&self, counted: bool) -> bool {
-        let mode = self.mode.0.load(Ordering::SeqCst);
-        mode & if counted { ABANDONING } else { SWEEPING } != 0
-    }
-
     /// Whether close's deadline passed: every task is dropped.
     pub(crate) fn is_abandoning(&self) -> bool {
         self.mode.0.load(Ordering::SeqCst) & ABANDONING != 0
@@ -202,11 +160,6 @@ impl Parked {
             .0
             .fetch_or(SWEEPING | ABANDONING, Ordering::SeqCst);
         self.close_wake_all();
-    }
-
-    /// A counted task was dropped because close's deadline passed.
-    pub(crate) fn count_abandoned(&self) {
-        self.abandoned.fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many counted tasks were dropped because close's deadline
@@ -231,6 +184,55 @@ impl Parked {
                 task.close_wake();
             }
         }
+    }
+}
+
+impl ParkedRegistry for Parked {
+    /// Registers a task that is about to park for the first time; returns
+    /// its slot.
+    fn register(&self, task: ParkedTask) -> u32 {
+        let mut shard = lock(&self.shards[ParkedTask::shard(task.key(), SHARDS)]);
+        match shard.free.pop() {
+            Some(slot) => {
+                shard.slots[slot as usize] = Some(task);
+                slot
+            }
+            None => {
+                shard.slots.push(Some(task));
+                // Below 2^31 - 1: a slot plus one never has the bit of a
+                // queue-wait stamp (`task::STAMP`), which shares its word.
+                u32::try_from(shard.slots.len() - 1)
+                    .ok()
+                    .filter(|&slot| slot < (1 << 31) - 1)
+                    .expect("fewer than 2^31 - 1 parked tasks a shard")
+            }
+        }
+    }
+
+    /// The task registered under `key` in `slot` is being freed.
+    fn unregister(&self, key: *const (), slot: u32) {
+        let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
+        let entry = shard.slots.get_mut(slot as usize);
+        if let Some(entry) = entry {
+            if entry.as_ref().is_some_and(|task| task.key() == key) {
+                *entry = None;
+                shard.free.push(slot);
+            }
+        }
+    }
+
+    /// Whether a task that parks now must be dropped by its poller: an
+    /// uncounted one once the sweep began, a counted one once close's
+    /// deadline passed.
+    #[inline]
+    fn drops(&self, counted: bool) -> bool {
+        let mode = self.mode.0.load(Ordering::SeqCst);
+        mode & if counted { ABANDONING } else { SWEEPING } != 0
+    }
+
+    /// A counted task was dropped because close's deadline passed.
+    fn count_abandoned(&self) {
+        self.abandoned.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -24,7 +24,7 @@ use crate::channel::Channel;
 use crate::core::context::WorkerContext;
 use crate::core::Shared;
 use crate::schedule::Levels;
-use crate::task::{RunningTask, Schedule};
+use crate::task::{Event, ParkedRegistry, RunningTask, Schedule};
 
 /// A running pool, shared as `Arc<Pool<B>>`. Derefs to the behavior, so
 /// `pool.my_channel.exec(..)` reaches a channel field directly.
@@ -86,10 +86,9 @@ impl<B: PoolBehavior> Pool<B> {
     /// assert!(Pool::<B>::current().is_none(), "not inside a task");
     /// ```
     pub fn current() -> Option<Arc<Pool<B>>> {
-        crate::task::with_polling_task(|scheduler, _| scheduler.upgrade())??
-            .into_any()
-            .downcast::<Pool<B>>()
-            .ok()
+        let pool: Arc<dyn std::any::Any + Send + Sync> =
+            crate::task::with_polling_task(|scheduler, _| scheduler.upgrade())??;
+        pool.downcast::<Pool<B>>().ok()
     }
 
     /// The key of the channel the task running on the calling thread was
@@ -269,42 +268,10 @@ impl<B: PoolBehavior> Pool<B> {
     }
 }
 
-impl<B: PoolBehavior> Schedule for Pool<B> {
-    /// Every runnable-again task goes to the behavior's followup; a yield's
-    /// token is marked (its re-queue mark), so that it enters its channel
-    /// behind the queued work, not the LIFO slot.
-    fn schedule(&self, task: RunningTask) {
-        self.followup(task);
-    }
-
-    fn release_counted(&self) {
-        self.shared.release_counted();
-    }
-
-    fn is_closing(&self) -> bool {
-        self.shared.close.is_closing()
-    }
-
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
-    }
-
-    fn register_parked(&self, task: crate::task::ParkedTask) -> u32 {
-        self.shared.parked.register(task)
-    }
-
-    fn unregister_parked(&self, key: *const (), slot: u32) {
-        self.shared.parked.unregister(key, slot);
-    }
-
-    fn drops_parked(&self, counted: bool) -> bool {
-        self.shared.parked.drops(counted)
-    }
-
-    fn dropped_at_deadline(&self) {
-        self.shared.parked.count_abandoned();
-    }
-
+impl<B: PoolBehavior> Pool<B> {
+    /// A task of channel `channel` (`None`: a blocking task) panicked:
+    /// logged with the channel's key, and handed to the behavior if
+    /// `detached` (nobody holds its handle).
     fn task_panicked(
         &self,
         channel: Option<usize>,
@@ -329,9 +296,38 @@ impl<B: PoolBehavior> Schedule for Pool<B> {
             }
         }
     }
+}
 
-    fn dropped(&self, channel: usize, cancelled: bool, queued: bool) {
-        self.shared.meters.dropped(channel, cancelled, queued);
+impl<B: PoolBehavior> Schedule for Pool<B> {
+    /// Every runnable-again task goes to the behavior's followup; a yield's
+    /// token is marked (its re-queue mark), so that it enters its channel
+    /// behind the queued work, not the LIFO slot.
+    fn schedule(&self, task: RunningTask) {
+        self.followup(task);
+    }
+
+    fn report(&self, event: Event<'_>) {
+        match event {
+            Event::Released => self.shared.release_counted(),
+            Event::Panicked {
+                channel,
+                panic,
+                detached,
+            } => self.task_panicked(channel, panic, detached),
+            Event::Dropped {
+                channel,
+                cancelled,
+                queued,
+            } => self.shared.meters.dropped(channel, cancelled, queued),
+        }
+    }
+
+    fn parked(&self) -> &dyn ParkedRegistry {
+        &self.shared.parked
+    }
+
+    fn is_closing(&self) -> bool {
+        self.shared.close.is_closing()
     }
 
     /// Inheritance moves the awaited task to the waiter's channel only

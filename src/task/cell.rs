@@ -15,7 +15,7 @@ use super::join_waker::JoinWaker;
 use super::state::{
     Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
 };
-use super::{Schedule, SchedulerRef};
+use super::{Event, Schedule, SchedulerRef};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
@@ -65,7 +65,7 @@ impl Drop for Header {
         // slot.)
         if slot != 0 && slot & STAMP == 0 {
             let key = header_address(self);
-            PoolRef::of(&self.scheduler).with(|pool| pool.unregister_parked(key, slot - 1));
+            PoolRef::of(&self.scheduler).with(|pool| pool.parked().unregister(key, slot - 1));
         }
     }
 }
@@ -337,9 +337,9 @@ impl PoolRef {
 }
 
 /// The one way a task's count towards close goes back to its pool
-/// ([`Schedule::release_counted`]), detached by `Header::detach_count`.
+/// (`Event::Released`), detached by `Header::detach_count`.
 fn give_back(pool: PoolRef) {
-    pool.with(|pool| pool.release_counted());
+    pool.with(|pool| pool.report(Event::Released));
 }
 
 /// The one way a task goes back to its pool (a wake that claimed it, or
@@ -1165,8 +1165,13 @@ where
                 // the behavior if nobody holds the task's handle.
                 let channel = self.header.line_entry(line).channel();
                 let detached = !self.header.joined.load(Ordering::Relaxed);
-                PoolRef::of(&self.header.scheduler)
-                    .with(|pool| pool.task_panicked(channel, &*panic, detached));
+                PoolRef::of(&self.header.scheduler).with(|pool| {
+                    pool.report(Event::Panicked {
+                        channel,
+                        panic: &*panic,
+                        detached,
+                    })
+                });
                 Err(JoinError::panicked(panic))
             }
         };
@@ -1218,8 +1223,13 @@ where
                 // (Counted as a token that left its queue: see
                 // `core::meters`, "What `queued` is".)
                 if let Some(channel) = entry.channel() {
-                    PoolRef::of(&self.header.scheduler)
-                        .with(|pool| pool.dropped(channel, false, true));
+                    PoolRef::of(&self.header.scheduler).with(|pool| {
+                        pool.report(Event::Dropped {
+                            channel,
+                            cancelled: false,
+                            queued: true,
+                        })
+                    });
                 }
                 return entry.release_count(&self.header.scheduler);
             }
@@ -1234,10 +1244,14 @@ where
         let (channel, queued) = (entry.channel(), entry.in_queue());
         PoolRef::of(&self.header.scheduler).with(|pool| {
             if let Some(channel) = channel {
-                pool.dropped(channel, true, queued);
+                pool.report(Event::Dropped {
+                    channel,
+                    cancelled: true,
+                    queued,
+                });
             }
             if reason == CancelReason::CloseTimedOut && entry.counted() {
-                pool.dropped_at_deadline();
+                pool.parked().count_abandoned();
             }
         });
         // SAFETY: (the `with_stage` contract) the claim above made us the
@@ -1306,7 +1320,7 @@ where
             key: header_address(&self.header),
             task: Arc::downgrade(self) as Weak<dyn CloseWake>,
         };
-        let slot = PoolRef::of(&self.header.scheduler).with(|pool| pool.register_parked(task));
+        let slot = PoolRef::of(&self.header.scheduler).with(|pool| pool.parked().register(task));
         if let Some(slot) = slot {
             self.header.registered.store(slot + 1, Ordering::Relaxed);
         }
@@ -1319,7 +1333,7 @@ where
     #[inline]
     fn drop_if_closing(self: &Arc<Self>, counted: bool) {
         let pool = PoolRef::of(&self.header.scheduler);
-        if pool.with(|pool| pool.drops_parked(counted)) == Some(true) {
+        if pool.with(|pool| pool.parked().drops(counted)) == Some(true) {
             self.close_wake();
         }
     }
@@ -1341,7 +1355,7 @@ where
             return drop(token);
         }
         let pool = PoolRef::of(&self.header.scheduler);
-        let abandoning = pool.with(|pool| pool.drops_parked(true)) == Some(true);
+        let abandoning = pool.with(|pool| pool.parked().drops(true)) == Some(true);
         if abandoning {
             token.set_cancel_reason(Some(CancelReason::CloseTimedOut));
             drop(token);

@@ -253,7 +253,7 @@ pub(crate) use scheduler_ref::SchedulerRef;
 /// What a task needs from its pool. Implemented by the pool; the task holds
 /// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of
 /// the pool's own workers does not need to upgrade (see `cell::PoolRef`).
-pub(crate) trait Schedule: Send + Sync + 'static {
+pub(crate) trait Schedule: std::any::Any + Send + Sync {
     /// The one way back to the scheduler: a task is runnable again, and
     /// `task` is the responsibility for it. Whether it was woken during its
     /// own poll (a yield, or a wake that raced the poll), which the pool
@@ -263,38 +263,12 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// `ScheduleInfo::woken_while_running`); otherwise a parked task was
     /// woken.
     fn schedule(&self, task: RunningTask);
-    /// A task gives back its count towards close: it completed, was
-    /// cancelled or freed, or moved to a dropping channel.
-    fn release_counted(&self);
+    /// What a task tells its pool besides: see [`Event`].
+    fn report(&self, event: Event<'_>);
+    /// The pool's registry of parked tasks, for close's sweep.
+    fn parked(&self) -> &dyn ParkedRegistry;
     /// Whether the pool has begun to close (to say why a task was dropped).
     fn is_closing(&self) -> bool;
-    /// The task is about to park for the first time: the pool keeps it
-    /// (weakly) for close's sweep (see `core::parked`), and returns its
-    /// slot, for [`Schedule::unregister_parked`].
-    fn register_parked(&self, task: ParkedTask) -> u32;
-    /// The task registered under `key` in `slot` is being freed.
-    fn unregister_parked(&self, key: *const (), slot: u32);
-    /// Whether a task that parks now must be dropped: close's sweep has
-    /// begun (for a task not `counted` towards close), or close's deadline
-    /// passed (for any; see `core::parked`).
-    fn drops_parked(&self, counted: bool) -> bool;
-    /// A counted task was dropped because close's deadline passed (called
-    /// by its cancellation, once, before its count goes back).
-    fn dropped_at_deadline(&self);
-    /// A task polled from channel `channel` (`None`: a blocking task)
-    /// panicked, with `panic`; `detached`: its `JoinHandle` was dropped,
-    /// so nobody will see the error. Called on the polling thread, before
-    /// the task completes.
-    fn task_panicked(
-        &self,
-        channel: Option<usize>,
-        panic: &(dyn std::any::Any + Send),
-        detached: bool,
-    );
-    /// A token of channel `channel` was dropped unrun, for the pool's
-    /// counts: `cancelled`, its task is cancelled (else the token was
-    /// stale); `queued`, it was dropped in the channel's queue.
-    fn dropped(&self, channel: usize, cancelled: bool, queued: bool);
     /// Priority inheritance: a task polled from channel `waiter` awaits one
     /// queued in channel `queued`. If `waiter`'s level is higher, the pool
     /// admits a move to `waiter` and calls `claim` with that channel's
@@ -305,8 +279,47 @@ pub(crate) trait Schedule: Send + Sync + 'static {
         queued: usize,
         claim: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
     );
-    /// The pool itself, for `Pool::current` to downcast.
-    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
+}
+
+/// What a task reports to its pool ([`Schedule::report`]).
+pub(crate) enum Event<'a> {
+    /// The task gives back its count towards close: it completed, was
+    /// cancelled or freed, or moved to a dropping channel.
+    Released,
+    /// The task, polled from channel `channel` (`None`: a blocking task),
+    /// panicked with `panic`; `detached`: its `JoinHandle` was dropped, so
+    /// nobody will see the error. Reported on the polling thread, before
+    /// the task completes.
+    Panicked {
+        channel: Option<usize>,
+        panic: &'a (dyn std::any::Any + Send),
+        detached: bool,
+    },
+    /// A token of channel `channel` was dropped unrun, for the pool's
+    /// counts: `cancelled`, its task is cancelled (else the token was
+    /// stale); `queued`, it was dropped in the channel's queue.
+    Dropped {
+        channel: usize,
+        cancelled: bool,
+        queued: bool,
+    },
+}
+
+/// Where a pool keeps its parked tasks (weakly), so that close can sweep
+/// them (see `core::parked`).
+pub(crate) trait ParkedRegistry {
+    /// The task is about to park for the first time: kept, and its slot
+    /// returned, for [`ParkedRegistry::unregister`].
+    fn register(&self, task: ParkedTask) -> u32;
+    /// The task registered under `key` in `slot` is being freed.
+    fn unregister(&self, key: *const (), slot: u32);
+    /// Whether a task that parks now must be dropped: close's sweep has
+    /// begun (for a task not `counted` towards close), or close's deadline
+    /// passed (for any).
+    fn drops(&self, counted: bool) -> bool;
+    /// A counted task was dropped because close's deadline passed (called
+    /// by its cancellation, once, before its count goes back).
+    fn count_abandoned(&self);
 }
 
 /// Runs `drop_future` (which drops a cancelled task's future) with

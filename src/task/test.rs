@@ -27,25 +27,17 @@ impl Schedule for Recorder {
         }
         self.queued.lock().unwrap().push(task);
     }
-    fn release_counted(&self) {
-        self.released.fetch_add(1, Ordering::SeqCst);
+    fn report(&self, event: Event<'_>) {
+        if let Event::Released = event {
+            self.released.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn parked(&self) -> &dyn ParkedRegistry {
+        self
     }
     fn is_closing(&self) -> bool {
         false
     }
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
-    }
-    fn register_parked(&self, task: ParkedTask) -> u32 {
-        let mut parked = self.parked.lock().unwrap();
-        parked.push(task);
-        parked.len() as u32 - 1
-    }
-    fn unregister_parked(&self, _key: *const (), _slot: u32) {}
-    fn drops_parked(&self, _counted: bool) -> bool {
-        false
-    }
-    fn dropped_at_deadline(&self) {}
     fn boost(
         &self,
         _: usize,
@@ -53,8 +45,19 @@ impl Schedule for Recorder {
         _: &mut dyn FnMut(usize) -> Result<RunningTask, MoveError>,
     ) {
     }
-    fn dropped(&self, _: usize, _: bool, _: bool) {}
-    fn task_panicked(&self, _: Option<usize>, _: &(dyn std::any::Any + Send), _: bool) {}
+}
+
+impl ParkedRegistry for Recorder {
+    fn register(&self, task: ParkedTask) -> u32 {
+        let mut parked = self.parked.lock().unwrap();
+        parked.push(task);
+        parked.len() as u32 - 1
+    }
+    fn unregister(&self, _key: *const (), _slot: u32) {}
+    fn drops(&self, _counted: bool) -> bool {
+        false
+    }
+    fn count_abandoned(&self) {}
 }
 
 fn weak(r: &Arc<Recorder>) -> SchedulerRef {
