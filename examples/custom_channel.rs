@@ -11,8 +11,8 @@
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 
+use smartpool::channel::{ChannelLink, LinkSlot, WorkerContext};
 use smartpool::prelude::*;
-use smartpool::{AlreadyAttached, ChannelLink, LinkSlot, WorkerContext};
 
 /// The channel: a max-heap of tasks by value, ties in submission order.
 #[derive(Default)]
@@ -49,11 +49,8 @@ impl PartialEq for Bid {
 impl Eq for Bid {}
 
 impl Channel for MostValuableFirst {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
     /// A task that comes without a value (a woken future, `exec`): the
     /// lowest value, so it waits for the bids already in.

@@ -124,7 +124,7 @@
 mod behavior;
 mod blocking;
 mod builder;
-mod channel;
+pub mod channel;
 mod contain;
 mod context;
 mod core;
@@ -148,7 +148,6 @@ mod wait_clock;
 mod yield_now;
 
 pub use crate::core::blocked::{DeadlockReport, WorkerState};
-pub use crate::core::context::WorkerContext;
 pub use behavior::{
     ChannelParams, ConfigError, LevelOptions, PoolBehavior, PoolConfig, ScheduleAlgorithm,
     DEFAULT_STALL_THRESHOLD, MAX_CHANNELS, MAX_THREADS,
@@ -156,8 +155,8 @@ pub use behavior::{
 pub use blocking::BlockingConfig;
 pub use builder::{Builder, Leveled};
 pub use channel::{
-    AlreadyAttached, Channel, ChannelLink, Exec, ExecParam, LinkSlot, MultiChannel, Rejected,
-    ShortestDeadlineFirst, Spawner, Submit, VecDequeChannel,
+    Channel, Exec, ExecParam, MultiChannel, Rejected, ShortestDeadlineFirst, Submit,
+    VecDequeChannel,
 };
 pub use join_set::JoinSet;
 pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
@@ -166,7 +165,6 @@ pub use pool::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, Worke
 pub use run::{run, try_run, Run};
 pub use scope::{join, scope, Scope, ScopedJoinHandle};
 pub use should_yield::{should_yield, yield_if_needed, YieldIfNeeded};
-pub use steal::WorkQueue;
 pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError, RunningTask};
 pub use thread_config::{ThreadConfig, MIN_STACK_SIZE};
 pub use time::{Periodic, Sleep, TimeScheduler};

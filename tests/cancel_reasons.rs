@@ -8,8 +8,8 @@ use std::sync::Mutex;
 
 use common::{yield_once, Gate, TwoLevels};
 use futures::executor::block_on;
+use smartpool::channel::{ChannelLink, LinkSlot, WorkerContext};
 use smartpool::prelude::*;
-use smartpool::{ChannelLink, LinkSlot, WorkerContext};
 
 #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
 enum Ch {
@@ -28,11 +28,8 @@ enum Followup {
 struct Discard(LinkSlot);
 
 impl Channel for Discard {
-    fn attach(&self, link: ChannelLink) -> Result<(), smartpool::AlreadyAttached> {
-        self.0.set(link)
-    }
-    fn link(&self) -> Option<&ChannelLink> {
-        self.0.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.0
     }
     fn push(&self, task: RunningTask, _: &ChannelLink) {
         drop(task);

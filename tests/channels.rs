@@ -8,8 +8,8 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use common::{Gate, FAILSAFE};
 use futures::executor::block_on;
+use smartpool::channel::{ChannelLink, LinkSlot, WorkerContext};
 use smartpool::prelude::*;
-use smartpool::{AlreadyAttached, ChannelLink, LinkSlot, WorkerContext};
 
 /// A third-party channel: last in, first out, behind a mutex.
 #[derive(Default)]
@@ -19,11 +19,8 @@ struct Stack {
 }
 
 impl Channel for Stack {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
     fn push(&self, task: RunningTask, _link: &ChannelLink) {
         self.tasks.lock().unwrap().push(task);
@@ -200,11 +197,8 @@ struct Flaky {
 }
 
 impl Channel for Flaky {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.inner.attach(link)
-    }
-    fn link(&self) -> Option<&ChannelLink> {
-        self.inner.link()
+    fn link_slot(&self) -> &LinkSlot {
+        self.inner.link_slot()
     }
     fn push(&self, task: RunningTask, link: &ChannelLink) {
         self.inner.push(task, link)

@@ -12,8 +12,8 @@ use std::task::{Context, Poll, Waker};
 
 use common::{close_within, FAILSAFE};
 use futures::executor::block_on;
+use smartpool::channel::{ChannelLink, LinkSlot, WorkerContext};
 use smartpool::prelude::*;
-use smartpool::{AlreadyAttached, ChannelLink, LinkSlot, WorkerContext};
 
 /// A FIFO behind a mutex whose `push` (after storing), `pop` and
 /// `may_have_tasks` can be made to panic.
@@ -27,11 +27,8 @@ struct Faulty {
 }
 
 impl Channel for Faulty {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
     fn push(&self, task: RunningTask, _: &ChannelLink) {
         self.queue.lock().unwrap().push_back(task);

@@ -30,10 +30,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
 
-use smartpool::{
-    AlreadyAttached, Channel, ChannelLink, ExecParam, JoinHandle, LinkSlot, Rejected, RunningTask,
-    WorkerContext,
-};
+use smartpool::channel::{ChannelLink, LinkSlot, WorkerContext};
+use smartpool::{Channel, ExecParam, JoinHandle, Rejected, RunningTask};
 
 use crate::focus::Focus;
 use crate::point::{self, SpatialPoint};
@@ -186,12 +184,8 @@ impl<P: SpatialPoint> fmt::Debug for SpatialChannel<P> {
 }
 
 impl<P: SpatialPoint> Channel for SpatialChannel<P> {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
 
     /// A task without a point: served before the placed ones, first in,

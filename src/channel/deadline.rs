@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot, Rejected};
+use super::{Channel, ChannelLink, ExecParam, LinkSlot, Rejected};
 use crate::core::context::WorkerContext;
 use crate::task::{JoinHandle, RunningTask};
 
@@ -100,12 +100,8 @@ impl ShortestDeadlineFirst {
 }
 
 impl Channel for ShortestDeadlineFirst {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
 
     fn push(&self, task: RunningTask, link: &ChannelLink) {

@@ -1,6 +1,6 @@
 //! The first-in, first-out channel.
 
-use super::{AlreadyAttached, Channel, ChannelLink, LinkSlot};
+use super::{Channel, ChannelLink, LinkSlot};
 use crate::core::context::WorkerContext;
 use crate::steal::WorkQueue;
 use crate::task::RunningTask;
@@ -53,8 +53,7 @@ impl VecDequeChannel {
     /// [`Channel::lifo_slot`]): every task submitted from a worker thread is
     /// at once visible to the other workers. For tasks that must start on
     /// any free worker while the task that submitted them goes on running,
-    /// without the slot's steal delay (20 to about 120 µs, rarely 5 ms
-    /// more); chains of tasks
+    /// without the slot's steal delay (20 to about 120 µs); chains of tasks
     /// and message passing then bounce between cores, several times slower
     /// (the suite's W4 and W5).
     pub fn without_lifo_slot() -> VecDequeChannel {
@@ -72,12 +71,8 @@ impl Default for VecDequeChannel {
 }
 
 impl Channel for VecDequeChannel {
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
-        self.link.set(link)
-    }
-
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
     }
 
     fn push(&self, task: RunningTask, link: &ChannelLink) {

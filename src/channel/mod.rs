@@ -1,4 +1,12 @@
-//! Channels: where tasks wait to be run.
+//! Channels: where tasks wait to be run, and what a channel's author
+//! needs to write one.
+//!
+//! A pool's user needs [`Channel`]'s built-ins and the [`Exec`] and
+//! [`Submit`] methods, which the crate root re-exports. This module adds
+//! the plumbing of a channel of your own, as rayon's `iter::plumbing` does
+//! for parallel iterators: the [`ChannelLink`] to the pool, kept in a
+//! [`LinkSlot`]; the [`WorkerContext`] a `pop` is asked on; and
+//! [`WorkQueue`], a work-stealing FIFO to build on.
 //!
 //! A channel is any `Send + Sync` value implementing [`Channel`]: it stores
 //! [`RunningTask`]s and gives them back when a worker asks. The pool calls
@@ -28,7 +36,9 @@ mod moves;
 mod multi;
 mod spawn;
 
+pub use crate::core::context::WorkerContext;
 pub use crate::core::link::{AlreadyAttached, ChannelLink, LinkSlot};
+pub use crate::steal::WorkQueue;
 pub use deadline::ShortestDeadlineFirst;
 pub use exec::{Exec, ExecParam, Rejected, Submit};
 pub use fifo::VecDequeChannel;
@@ -36,7 +46,6 @@ pub(crate) use moves::move_into;
 pub use multi::MultiChannel;
 pub use spawn::Spawner;
 
-use crate::core::context::WorkerContext;
 use crate::core::Shared;
 use crate::task::RunningTask;
 
@@ -50,7 +59,7 @@ pub(crate) fn drain<C: Channel + ?Sized>(channel: &C, shared: &Shared) {
 }
 
 /// A source of tasks for the pool. Implement it to add a prioritisation
-/// scheme of your own; use [`WorkQueue`](crate::WorkQueue) inside for a
+/// scheme of your own; use [`WorkQueue`] inside for a
 /// work-stealing FIFO, or any structure behind a lock.
 ///
 /// A task handed from `push` to a `pop` on another thread must be handed
@@ -59,14 +68,23 @@ pub(crate) fn drain<C: Channel + ?Sized>(channel: &C, shared: &Shared) {
 /// poll of a task re-queued by its own poll relies on it. Only `unsafe`
 /// code can get this wrong.
 pub trait Channel: Send + Sync {
+    /// Where the channel keeps its link to its pool: a [`LinkSlot`] field,
+    /// made empty with the channel. The pool fills it once, when the
+    /// [`OwnedPool`](crate::OwnedPool) is built.
+    fn link_slot(&self) -> &LinkSlot;
+
     /// Connects the channel to a pool; called once by `OwnedPool::new`.
-    /// Keep the link (a [`LinkSlot`] does it) and return it from
-    /// [`Channel::link`]. A channel can belong to one pool only: attaching
-    /// it again must fail.
-    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached>;
+    /// A channel belongs to one pool only: attaching it again fails.
+    /// Override it only to attach inner channels too, as
+    /// [`MultiChannel`] does.
+    fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
+        self.link_slot().set(link)
+    }
 
     /// The link given to [`Channel::attach`], or `None` before that.
-    fn link(&self) -> Option<&ChannelLink>;
+    fn link(&self) -> Option<&ChannelLink> {
+        self.link_slot().get()
+    }
 
     /// Stores a task. Called by `exec` and `submit`, which notify the pool
     /// afterwards; do not call it directly.
@@ -94,9 +112,8 @@ pub trait Channel: Send + Sync {
     /// level's slice). The cost: if the submitting task goes on running
     /// (or blocks, even waiting for this task), an idle worker steals the
     /// task only after it sat in the slot for a steal delay of 20 µs, or up
-    /// to about 120 µs if the idle workers were watching other slots, and
-    /// in a rare race with the last idle worker falling asleep up to 5 ms
-    /// more (Go's `runnext` rule; tokio's slot is never stolen from); while no other
+    /// to about 120 µs if the idle workers were watching other slots (Go's
+    /// `runnext` rule; tokio's slot is never stolen from); while no other
     /// worker is idle, it waits for the submitting task. The slot still respects the
     /// schedule: a worker runs it only when the schedule would serve this
     /// channel's level, and a stolen task goes to this channel.

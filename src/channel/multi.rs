@@ -37,15 +37,16 @@ impl<C: Channel> MultiChannel<C> {
 }
 
 impl<C: Channel> Channel for MultiChannel<C> {
+    fn link_slot(&self) -> &LinkSlot {
+        &self.link
+    }
+
+    /// Attaches every shard, then this channel.
     fn attach(&self, link: ChannelLink) -> Result<(), AlreadyAttached> {
         for inner in self.inner.iter() {
             inner.attach(link.clone())?;
         }
         self.link.set(link)
-    }
-
-    fn link(&self) -> Option<&ChannelLink> {
-        self.link.get()
     }
 
     fn push(&self, task: RunningTask, link: &ChannelLink) {

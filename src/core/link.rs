@@ -9,7 +9,7 @@ use crate::task::{RunningTask, SchedulerRef};
 
 /// What a channel knows of its pool: handed to
 /// [`Channel::attach`](crate::Channel::attach) once, used by the pool's
-/// submit path and by [`WorkQueue`](crate::WorkQueue).
+/// submit path and by [`WorkQueue`](crate::channel::WorkQueue).
 #[derive(Clone)]
 pub struct ChannelLink {
     pub(crate) shared: Arc<Shared>,
