@@ -64,159 +64,21 @@ impl<B: PoolBehavior> OwnedPool<B> {
         // The names first (user code): a panic or a name std refuses is an
         // error before any channel is attached or thread started.
         let names = thread_config.names(config.threads)?;
-        let threads = config.threads;
-        let mut keys = Vec::new();
-        let mut params = Vec::new();
-        let mut levels = Vec::new();
-        for level in &config.levels {
-            let mut indices = Vec::new();
-            for channel in level {
-                indices.push(keys.len());
-                keys.push(channel.key);
-                params.push(channel);
-            }
-            levels.push(indices);
-        }
-        let max_wait: Vec<_> = options.iter().map(|o| o.max_wait).collect();
-        let levels = Levels::new(levels, &config.schedule, &max_wait);
-        // Seats `0..threads` are the worker threads', the rest guest seats
-        // (see `core::seats`): one per worker (a stand-in for it while it
-        // blocks) and one for a driving thread.
-        let seats = threads * 2 + 1;
-        let reserved: Vec<usize> = options.iter().map(|o| o.reserved_workers).collect();
-        let seating = Seating::new(&levels, &reserved, threads, seats);
-        let channels: Vec<ChannelInfo> = params
-            .iter()
-            .enumerate()
-            .map(|(index, channel)| ChannelInfo {
-                name: format!("{:?}", channel.key).into(),
-                bit: Bit::new(index),
-                complete_on_close: channel.complete_on_close,
-                uses_slot: levels.uses_slot(index),
-                level: levels.level_of(index),
-                options: ChannelOptions::of(seating.wakes[index].clone(), levels.clock_of(index)),
-            })
-            .collect();
-        // Never reused (a thread's context remembers a pool by its id, see
-        // `core::meters`): on 32-bit targets, 2^31 pools is the end.
-        let id = NEXT_POOL_ID
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
-                id.checked_add(1).filter(|&next| next < usize::MAX / 2)
-            })
-            .expect("smartpool: pool ids exhausted");
-        let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
-            .map(|index| {
-                let (local, stealers) = WorkerLocal::new(
-                    id,
-                    index,
-                    keys.len(),
-                    index >= threads,
-                    seating.floor[index],
-                    index < seating.reserved,
-                );
-                (local, stealers.into_boxed_slice())
-            })
-            .unzip();
-        let guests = locals.split_off(threads);
-        let shared = Arc::new(Shared {
-            id,
-            status: Status::new(keys.len()),
-            sleep: Sleep::with_domains(seating.domain.clone()),
-            close: CloseState::new(threads),
-            channels: channels.into(),
-            stealers: stealers.into(),
-            lifo: (0..seats).map(|_| Slot::new()).collect(),
-            watch: Watch::new(seats),
-            parked: Parked::new(),
-            seats: Seats::new(guests),
-            yield_masks: levels.yield_masks(),
-            round_robin: matches!(config.schedule, crate::ScheduleAlgorithm::RoundRobin(_)),
-            blocked: Blocked::new(&seating.domain[..threads]),
-            on_deadlock: std::sync::OnceLock::new(),
-            channel_holds: std::sync::OnceLock::new(),
-            meters: crate::core::meters::Meters::new(
-                id,
-                seats,
-                &(0..keys.len())
-                    .map(|c| levels.level_of(c))
-                    .collect::<Vec<_>>(),
-            ),
-            bell: Default::default(),
-        });
-        let blocking_config = behavior.blocking();
-        let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {
-            scheduler: SchedulerRef::new(pool.clone() as Weak<dyn Schedule>),
-            blocking: Blocking::new(
-                &blocking_config,
-                "smartpool-block".into(),
-                thread_config.blocking_stack_size(),
-            ),
-            blocking_config,
+        let (shared, locals, keys, levels) = build_shared(&config, &options);
+        let pool = make_pool(
             behavior,
-            shared: shared.clone(),
-            keys: keys.into(),
+            shared,
+            keys,
             levels,
-            threads,
-        });
-        let weak = Arc::downgrade(&pool);
-        let _ = shared.channel_holds.set({
-            let weak = weak.clone();
-            Box::new(move |index| {
-                weak.upgrade()
-                    .is_none_or(|pool| pool.channel_may_hold(std::iter::once(index)))
-            })
-        });
-        let _ = shared.on_deadlock.set(Box::new(move |report| {
-            let Some(pool) = weak.upgrade() else { return };
-            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pool.behavior.deadlock(report)
-            }));
-            if let Err(panic) = called {
-                log::error!(
-                    "smartpool: the deadlock handler panicked: {}; the report was: {report}",
-                    crate::contain::panic_message(&*panic)
-                );
-            }
-        }));
-        for (index, &key) in pool.keys.iter().enumerate() {
-            let link = ChannelLink {
-                shared: shared.clone(),
-                scheduler: pool.scheduler.clone(),
-                index,
-            };
-            if pool.behavior.channel(key).attach(link).is_err() {
-                // Channels attached so far must refuse work: no worker will
-                // ever serve them.
-                shared.close.abort(0, threads);
-                return Err(ConfigError::ChannelAttached {
-                    key: format!("{key:?}"),
-                });
-            }
-        }
-        let mut handles = Vec::with_capacity(threads);
-        for (local, name) in locals.into_iter().zip(names) {
-            let (pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
-            let config = thread_config.clone();
-            let spawned = thread::Builder::new()
-                .name(name)
-                .stack_size(thread_config.stack_size)
-                .spawn(move || worker::run(pool, hooks, local, &config));
-            match spawned {
-                Ok(handle) => handles.push(handle),
-                Err(e) => {
-                    shared.close.abort(handles.len(), threads);
-                    shared.sleep.wake_all();
-                    for handle in handles {
-                        let _ = handle.join();
-                    }
-                    return Err(ConfigError::Spawn(e));
-                }
-            }
-        }
+            config.threads,
+            &thread_config,
+        );
+        attach_channels(&pool)?;
+        let threads = start_workers(&pool, locals, names, &thread_config)?;
         let watcher = super::stall::Watcher::start(&pool);
         Ok(OwnedPool {
             pool,
-            threads: handles,
+            threads,
             watcher,
             open: true,
         })
@@ -316,6 +178,189 @@ impl<B: PoolBehavior> OwnedPool<B> {
             shared,
         }
     }
+}
+
+/// The pool's shared state, from a validated config: its channels in
+/// level order, their keys, the levels, and the seats' local state (the
+/// worker threads' first, then the guest seats', which `Shared` keeps).
+fn build_shared<K: Copy + std::fmt::Debug>(
+    config: &crate::PoolConfig<K>,
+    options: &[crate::LevelOptions],
+) -> (Arc<Shared>, Vec<WorkerLocal>, Vec<K>, Levels) {
+    let threads = config.threads;
+    let mut keys = Vec::new();
+    let mut params = Vec::new();
+    let mut levels = Vec::new();
+    for level in &config.levels {
+        let mut indices = Vec::new();
+        for channel in level {
+            indices.push(keys.len());
+            keys.push(channel.key);
+            params.push(channel);
+        }
+        levels.push(indices);
+    }
+    let max_wait: Vec<_> = options.iter().map(|o| o.max_wait).collect();
+    let levels = Levels::new(levels, &config.schedule, &max_wait);
+    // Seats `0..threads` are the worker threads', the rest guest seats
+    // (see `core::seats`): one per worker (a stand-in for it while it
+    // blocks) and one for a driving thread.
+    let seats = threads * 2 + 1;
+    let reserved: Vec<usize> = options.iter().map(|o| o.reserved_workers).collect();
+    let seating = Seating::new(&levels, &reserved, threads, seats);
+    let channels: Vec<ChannelInfo> = params
+        .iter()
+        .enumerate()
+        .map(|(index, channel)| ChannelInfo {
+            name: format!("{:?}", channel.key).into(),
+            bit: Bit::new(index),
+            complete_on_close: channel.complete_on_close,
+            uses_slot: levels.uses_slot(index),
+            level: levels.level_of(index),
+            options: ChannelOptions::of(seating.wakes[index].clone(), levels.clock_of(index)),
+        })
+        .collect();
+    // Never reused (a thread's context remembers a pool by its id, see
+    // `core::meters`): on 32-bit targets, 2^31 pools is the end.
+    let id = NEXT_POOL_ID
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
+            id.checked_add(1).filter(|&next| next < usize::MAX / 2)
+        })
+        .expect("smartpool: pool ids exhausted");
+    let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
+        .map(|index| {
+            let (local, stealers) = WorkerLocal::new(
+                id,
+                index,
+                keys.len(),
+                index >= threads,
+                seating.floor[index],
+                index < seating.reserved,
+            );
+            (local, stealers.into_boxed_slice())
+        })
+        .unzip();
+    let guests = locals.split_off(threads);
+    let level_of: Vec<usize> = (0..keys.len()).map(|c| levels.level_of(c)).collect();
+    let shared = Arc::new(Shared {
+        id,
+        status: Status::new(keys.len()),
+        sleep: Sleep::with_domains(seating.domain.clone()),
+        close: CloseState::new(threads),
+        channels: channels.into(),
+        stealers: stealers.into(),
+        lifo: (0..seats).map(|_| Slot::new()).collect(),
+        watch: Watch::new(seats),
+        parked: Parked::new(),
+        seats: Seats::new(guests),
+        yield_masks: levels.yield_masks(),
+        round_robin: matches!(config.schedule, crate::ScheduleAlgorithm::RoundRobin(_)),
+        blocked: Blocked::new(&seating.domain[..threads]),
+        on_deadlock: std::sync::OnceLock::new(),
+        channel_holds: std::sync::OnceLock::new(),
+        meters: crate::core::meters::Meters::new(id, seats, &level_of),
+        bell: Default::default(),
+    });
+    (shared, locals, keys, levels)
+}
+
+/// The pool around `shared`, with the hooks `shared` calls back through
+/// (whether a channel may hold a task; the deadlock handler).
+fn make_pool<B: PoolBehavior>(
+    behavior: B,
+    shared: Arc<Shared>,
+    keys: Vec<B::ChannelKey>,
+    levels: Levels,
+    threads: usize,
+    thread_config: &crate::ThreadConfig,
+) -> Arc<Pool<B>> {
+    let blocking_config = behavior.blocking();
+    let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {
+        scheduler: SchedulerRef::new(pool.clone() as Weak<dyn Schedule>),
+        blocking: Blocking::new(
+            &blocking_config,
+            "smartpool-block".into(),
+            thread_config.blocking_stack_size(),
+        ),
+        blocking_config,
+        behavior,
+        shared: shared.clone(),
+        keys: keys.into(),
+        levels,
+        threads,
+    });
+    let weak = Arc::downgrade(&pool);
+    let _ = shared.channel_holds.set({
+        let weak = weak.clone();
+        Box::new(move |index| {
+            weak.upgrade()
+                .is_none_or(|pool| pool.channel_may_hold(std::iter::once(index)))
+        })
+    });
+    let _ = shared.on_deadlock.set(Box::new(move |report| {
+        let Some(pool) = weak.upgrade() else { return };
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.behavior.deadlock(report)
+        }));
+        if let Err(panic) = called {
+            log::error!(
+                "smartpool: the deadlock handler panicked: {}; the report was: {report}",
+                crate::contain::panic_message(&*panic)
+            );
+        }
+    }));
+    pool
+}
+
+/// Attaches every channel of the config to `pool`. On a channel that
+/// belongs to another pool, the pool stops accepting work (channels
+/// attached so far must refuse it: no worker will ever serve them).
+fn attach_channels<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Result<(), ConfigError> {
+    for (index, &key) in pool.keys.iter().enumerate() {
+        let link = ChannelLink {
+            shared: pool.shared.clone(),
+            scheduler: pool.scheduler.clone(),
+            index,
+        };
+        if pool.behavior.channel(key).attach(link).is_err() {
+            pool.shared.close.abort(0, pool.threads);
+            return Err(ConfigError::ChannelAttached {
+                key: format!("{key:?}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Starts a thread for each of `locals`, named `names`. If one cannot be
+/// started, the pool aborts and the threads started are joined.
+fn start_workers<B: PoolBehavior>(
+    pool: &Arc<Pool<B>>,
+    locals: Vec<WorkerLocal>,
+    names: Vec<String>,
+    thread_config: &crate::ThreadConfig,
+) -> Result<Vec<thread::JoinHandle<()>>, ConfigError> {
+    let mut handles = Vec::with_capacity(locals.len());
+    for (local, name) in locals.into_iter().zip(names) {
+        let (worker_pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
+        let config = thread_config.clone();
+        let spawned = thread::Builder::new()
+            .name(name)
+            .stack_size(thread_config.stack_size)
+            .spawn(move || worker::run(worker_pool, hooks, local, &config));
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                pool.shared.close.abort(handles.len(), pool.threads);
+                pool.shared.sleep.wake_all();
+                for handle in handles {
+                    let _ = handle.join();
+                }
+                return Err(ConfigError::Spawn(e));
+            }
+        }
+    }
+    Ok(handles)
 }
 
 impl<B: PoolBehavior> Drop for OwnedPool<B> {
