@@ -236,9 +236,8 @@ impl LevelOptions {
     }
 }
 
-/// The most worker threads a pool takes. A pool of this size starts in
-/// about 0.1 s and takes about 12 KB a thread besides its stack
-/// (BENCHMARKS.md, "Start-up"); memory and start-up work grow linearly with
+/// The most worker threads a pool takes. Memory and start-up work grow
+/// linearly with
 /// threads (but for one look at every other worker's LIFO slot before each
 /// worker first sleeps). The bound is the kernel's: Linux's default
 /// `vm.max_map_count` (65,530) allows about 16,000 threads to a process,

@@ -18,8 +18,7 @@
 //! past [`KEEP_CAPACITY`], so that a burst does not pin its memory for
 //! good): a queue that allocates blocks on the pushing thread makes glibc
 //! consolidate the chunks the workers freed, on that thread (why it is not
-//! crossbeam's `Injector`: BENCHMARKS.md, "The task cell (W3) and the W7
-//! tail"). A push holds the lock for one `push_back`; a batch for at most
+//! crossbeam's `Injector`: the suite's W7 tail). A push holds the lock for one `push_back`; a batch for at most
 //! [`MAX_BATCH`] moves.
 //!
 //! # Fairness
@@ -100,8 +99,8 @@ const KEEP_CAPACITY: usize = 1024;
 /// module doc for why a lock). On 128-byte lines of its own: its lock and
 /// length change with every push and batch taken, and must not share a
 /// line with what the channel around it keeps read-mostly, its link to the
-/// pool, which every submission reads (measured: W1 +7–10% when a smaller
-/// link shifted it onto the injector's line; BENCHMARKS.md, W10).
+/// pool, which every submission reads (W1 slowed when a smaller link
+/// shifted it onto the injector's line).
 #[repr(align(128))]
 struct Injector {
     queue: Mutex<VecDeque<RunningTask>>,

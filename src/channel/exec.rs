@@ -68,7 +68,7 @@ pub trait Exec {
     /// Cheaper than `exec` and a dropped handle: the task has one
     /// reference, not two, and the submitting thread writes nothing to it
     /// after queueing it (no handle to make, no detach store, no count to
-    /// decrement; measured in BENCHMARKS.md, "Tasks without a handle").
+    /// decrement).
     ///
     /// Gives the future back if the pool no longer accepts tasks (or the
     /// channel was never attached to a pool), as [`Exec::try_exec`] does.

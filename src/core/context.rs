@@ -193,9 +193,7 @@ impl WorkerLocal {
 /// pool makes every worker's state on one thread, and an allocator that
 /// packs small blocks of one size together (mimalloc, jemalloc) put two
 /// workers' fairness counts on one line, written by both at every pop
-/// (measured with mimalloc: W3 2.3 to 4 times tokio's time, 1.3 to 1.5
-/// times with the lines to itself; BENCHMARKS.md, "What one worker
-/// writes, on lines of its own").
+/// (with mimalloc, a yield took about twice as long).
 #[repr(align(128))]
 pub(crate) struct LocalChannel {
     /// The worker's own deque (see `steal`).

@@ -3,8 +3,7 @@
 //! # Who writes what
 //!
 //! A count written by many threads (one read-modify-write on a shared line)
-//! costs about as much as the whole budget (BENCHMARKS.md, "What a metrics
-//! counter costs"). So every count a task's path makes has one writer:
+//! costs about as much as the whole budget of the counts. So every count a task's path makes has one writer:
 //!
 //! * each seat (a worker thread's, or a guest's: `seats`) has a block of
 //!   its own, written only by the thread that holds the seat (successive

@@ -109,8 +109,7 @@ pub(crate) struct Parked {
     /// [`SWEEPING`], then also [`ABANDONING`]; read by every park: on a
     /// line of its own, which nothing else writes (boxed, so that `Shared`
     /// keeps its layout: an over-aligned field there moved the close word
-    /// onto the sleep counters' cache line, measured +15 ns on W1 and +30
-    /// on W2).
+    /// onto the sleep counters' cache line, which slowed every spawn).
     mode: Box<Padded>,
     shards: Box<[Mutex<Shard>]>,
     /// Counted tasks dropped because the close deadline passed.

@@ -8,9 +8,8 @@
 //! its worker the next piece of work. Through its channel, that work lands
 //! in the worker's local deque, where an idle worker steals it before its
 //! own worker comes back for it; the pair then bounces between cores and
-//! every cache line the tasks touch moves with them (measured on the 2-core
-//! machine: a chain of spawns cost ~580 ns a hop with both cores free,
-//! ~180 ns with one). tokio keeps such work on its core with a LIFO slot;
+//! every cache line the tasks touch moves with them, several times slower
+//! (the suite's W4 and W5 without the slot). tokio keeps such work on its core with a LIFO slot;
 //! this is ours.
 //!
 //! # Rules

@@ -49,9 +49,7 @@
 //! claim is in progress), so the claim has one writer at a time too.
 //!
 //! The owner takes on every slot task (a message passed, a chain's hop), a
-//! thief rarely: the owner pays a store, a fence and a load (the fence
-//! costs about what a compare-exchange would; the A/B is in
-//! BENCHMARKS.md's ablation table).
+//! thief rarely: the owner pays a store, a fence and a load.
 //!
 //! The generation changes with every fill, so a thief that saw a word twice
 //! knows the same task sat in the slot in between (the counter would have

@@ -153,7 +153,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// many tasks it ran and stole. `Display` prints it as a table.
     ///
     /// Counting costs no lock and no shared write on a task's path: each
-    /// thread counts in a block of its own (BENCHMARKS.md has the cost). A
+    /// thread counts in a block of its own. A
     /// thread outside the pool takes a lock when it first counts for it
     /// (and again after counting for another pool); the snapshot locks the
     /// list of those threads' blocks.

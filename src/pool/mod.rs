@@ -175,8 +175,7 @@ impl<B: PoolBehavior> Pool<B> {
 
     /// Channel `index`'s `pop`. Its panic is caught, logged and recorded as
     /// the worker's fault, and sets `panicked`. (An out flag, not a
-    /// `Result`: an `Option<RunningTask>` comes back in registers, measured
-    /// faster on the yield path.)
+    /// `Result`: an `Option<RunningTask>` comes back in registers.)
     fn pop(
         &self,
         worker: &WorkerContext<'_>,

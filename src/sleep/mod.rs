@@ -139,10 +139,9 @@ use counters::{AtomicCounters, JobsEvent};
 use crate::sync::{fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Empty search rounds before a worker gets sleepy (then one more search,
-/// then sleep). Each round yields the processor once. Measured with the
-/// suite (BENCHMARKS.md): 32 rounds, rayon's number, cost 1.44x tokio's CPU
-/// under sparse load (W9); 8 rounds 1.17x; 2 rounds 0.96x, with spawn
-/// throughput (W1) and wake latency (W6) unchanged within noise.
+/// then sleep). Each round yields the processor once. Fewer rounds than
+/// rayon's 32 keep a sparse load's CPU (the suite's W9) at tokio's, with
+/// spawn throughput and wake latency unchanged.
 #[cfg(not(loom))]
 const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 /// Under loom every round is a scheduling point; one keeps the model small

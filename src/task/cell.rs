@@ -145,7 +145,7 @@ const UNSET: u8 = 0;
 /// channel it is in or was last taken from (the low [`CHANNEL_BITS`] bits),
 /// and its bits ([`COUNTED`], [`REQUEUED`], [`STARTED`], [`OFF_CHANNEL`],
 /// [`CANCEL`]) in the high byte. One word rather than a word and a byte
-/// keeps the header at 48 bytes (BENCHMARKS.md, W10). Only the token's
+/// keeps the header at 48 bytes (the suite's W10). Only the token's
 /// holder writes them (or, for the header's `moved` entry, the party
 /// responsible for the task), so a load then a store of the whole word
 /// cannot lose a write, and a change is rare: no read-modify-write
@@ -387,7 +387,7 @@ const EMPTY: u8 = 2;
 /// The future, or what it left behind: its outcome once finished. An
 /// untagged union, whose tag is the header's `stage_tag`: for a small task
 /// (a closure holding a pointer, with no output) the union is one word,
-/// where an enum would be two (BENCHMARKS.md, W10).
+/// where an enum would be two (the suite's W10).
 pub(super) union StageData<F: Future> {
     future: ManuallyDrop<F>,
     outcome: ManuallyDrop<Result<F::Output, JoinError>>,
@@ -1105,11 +1105,11 @@ where
     /// Polls the task, whose start the caller claimed in `line`.
     /// `started`: its token's hint said it had started (so the cell's own
     /// entry needs no update on the way out). Inlined into the cell's own
-    /// `run`, the hot path (measured: 20 instructions a yield when not).
+    /// `run`, the hot path.
     #[inline(always)]
     fn poll(self: Arc<Self>, line: Line, started: bool) -> RunOutcome {
         // Borrows our `Arc` without a reference count of its own (two
-        // atomic operations a poll, measured); a future that keeps the
+        // atomic operations a poll); a future that keeps the
         // waker clones it, which counts.
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);

@@ -262,7 +262,7 @@ fn wakes_after_completion_do_nothing() {
 
 /// The header keeps to 48 bytes (the pool as one thin pointer; the moved
 /// line's entry, the join waker's state byte and the stage's tag fit in its
-/// padding; BENCHMARKS.md, W10).
+/// padding: the suite's W10).
 #[test]
 fn the_header_fits_in_48_bytes() {
     assert!(
@@ -276,8 +276,7 @@ fn the_header_fits_in_48_bytes() {
 /// one-word stage (an untagged union of the future and a one-word
 /// `Result`, `JoinError` being one word) beside the header, so that with
 /// the `Arc`'s counts it is a 72-byte allocation: glibc's 80-byte chunk,
-/// and with the injector's 16-byte slot, 96 bytes a queued task
-/// (BENCHMARKS.md, W10).
+/// and with the injector's 16-byte slot, 96 bytes a queued task (W10).
 #[test]
 fn a_small_task_cell_is_56_bytes() {
     fn cell_size<F: std::future::Future>(_: &F) -> usize {
