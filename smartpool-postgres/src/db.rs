@@ -42,12 +42,27 @@ pub(crate) async fn connect(url: &str) -> Result<Connection, Error> {
 }
 
 /// [`connect`], with TCP's connect and user timeouts at `bound`, if given.
+/// The whole of it (the socket, the server's start-up answer, the schema
+/// check) is bounded by `bound`, else the string's `connect_timeout`, else
+/// [`crate::CONNECT_TIMEOUT`]: a server that accepts and never answers is
+/// an error, not a hang.
 pub(crate) async fn connect_with(url: &str, bound: Option<Duration>) -> Result<Connection, Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
     if let Some(bound) = bound {
         config.connect_timeout(bound);
         config.tcp_user_timeout(bound);
     }
+    let limit = bound
+        .or(config.get_connect_timeout().copied())
+        .unwrap_or(crate::CONNECT_TIMEOUT);
+    tokio::time::timeout(limit, connect_configured(config))
+        .await
+        .map_err(|_| Error::ConnectTimeout(limit))?
+}
+
+/// Connects with `config`, installs the schema if missing, and drives the
+/// connection on the current runtime.
+async fn connect_configured(config: tokio_postgres::Config) -> Result<Connection, Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let (tx, notes) = mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -59,7 +74,7 @@ pub(crate) async fn connect_with(url: &str, bound: Option<Duration>) -> Result<C
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    log::warn!("smartpool-postgres: connection lost: {e}");
+                    log::warn!("smartpool-postgres: connection lost: {}", Error::Db(e));
                     break;
                 }
             }

@@ -132,15 +132,39 @@ pub enum Error {
     Config(String),
     /// The database thread could not be started.
     Thread(std::io::Error),
+    /// The server did not finish answering a connection within this
+    /// bound: `connect_timeout` in the connection string, else
+    /// [`CONNECT_TIMEOUT`] (a worker's: a third of its lease).
+    ConnectTimeout(std::time::Duration),
 }
+
+/// How long connecting may take (the socket, the server's start-up
+/// answer, the schema check) when the connection string sets no
+/// `connect_timeout`.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::Db(e) => write!(f, "smartpool-postgres: {e}"),
+            // tokio-postgres says "db error"; the server's message is in
+            // the source: the whole chain, so that the cause shows.
+            Error::Db(e) => {
+                write!(f, "smartpool-postgres: {e}")?;
+                let mut source = std::error::Error::source(e);
+                while let Some(cause) = source {
+                    write!(f, ": {cause}")?;
+                    source = cause.source();
+                }
+                Ok(())
+            }
             Error::Stopped => f.write_str("smartpool-postgres: the database thread has stopped"),
             Error::Config(why) => write!(f, "smartpool-postgres: {why}"),
             Error::Thread(e) => write!(f, "smartpool-postgres: cannot start its thread: {e}"),
+            Error::ConnectTimeout(bound) => write!(
+                f,
+                "smartpool-postgres: the server did not answer a connection within {bound:?} \
+                 (`connect_timeout` in the connection string sets the bound)"
+            ),
         }
     }
 }

@@ -462,7 +462,7 @@ impl Fetcher {
         mut outcomes: mpsc::UnboundedReceiver<(i64, Outcome)>,
         mut close: mpsc::UnboundedReceiver<CloseRequest>,
     ) {
-        let mut connection = match self.connect().await {
+        let mut connection = match self.connect_bounded().await {
             Ok(c) => Some(c),
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -619,12 +619,10 @@ impl Fetcher {
     /// [`Fetcher::connect`], given up (as a failure to connect) after a
     /// third of the lease.
     async fn connect_bounded(&self) -> Result<Connection, Error> {
-        match tokio::time::timeout(self.options.lease / 3, self.connect()).await {
+        let bound = self.options.lease / 3;
+        match tokio::time::timeout(bound, self.connect()).await {
             Ok(connected) => connected,
-            Err(_) => Err(Error::Config(format!(
-                "no answer to a connection within {:?}",
-                self.options.lease / 3
-            ))),
+            Err(_) => Err(Error::ConnectTimeout(bound)),
         }
     }
 

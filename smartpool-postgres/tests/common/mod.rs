@@ -25,7 +25,7 @@ fn server() -> &'static Server {
     })
 }
 
-fn url_of(db: &str) -> String {
+pub fn url_of(db: &str) -> String {
     match server() {
         Server::External { host, port } => {
             format!("host={host} port={port} user=postgres dbname={db}")
