@@ -118,7 +118,7 @@ pub use cluster::TempCluster;
 pub use job::{Job, JobError, JobRow, JobState, NewJob};
 pub use queue::Queue;
 pub use registry::Registry;
-pub use worker::{ServeOptions, Worker, WorkerClose};
+pub use worker::{ServeOptions, Worker, WorkerClose, DEFAULT_JOB_TIMEOUT};
 
 /// An error of this crate: the server could not be reached, refused a
 /// statement, or the queue's thread is gone.

@@ -44,7 +44,11 @@ pub struct ServeOptions {
     backoff: Duration,
     max_backoff: Duration,
     only_known_kinds: bool,
+    timeout: Option<Duration>,
 }
+
+/// The default of [`ServeOptions::timeout`].
+pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The shortest lease: a renewal every third of it must fit a round trip.
 const MIN_LEASE: Duration = Duration::from_millis(300);
@@ -55,7 +59,8 @@ const MAX_PERIOD: Duration = Duration::from_secs(24 * 3600);
 impl ServeOptions {
     /// Serve the jobs of these levels. Defaults: capacity the pool's
     /// worker threads, a lease of 30 s, a look every 2 s, finished jobs
-    /// deleted, retries after 1 s doubling up to 5 min.
+    /// deleted, retries after 1 s doubling up to 5 min, an attempt timed
+    /// out after [`DEFAULT_JOB_TIMEOUT`] (30 min).
     pub fn new(levels: impl IntoIterator<Item = i32>) -> ServeOptions {
         ServeOptions {
             levels: levels.into_iter().collect(),
@@ -66,6 +71,7 @@ impl ServeOptions {
             backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(300),
             only_known_kinds: false,
+            timeout: Some(DEFAULT_JOB_TIMEOUT),
         }
     }
 
@@ -95,6 +101,9 @@ impl ServeOptions {
                 "a poll of {:?}: it must be above zero, at most a day",
                 self.poll
             ));
+        }
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            return bad("a job timeout of zero: no attempt could finish".into());
         }
         if self.backoff > self.max_backoff || self.max_backoff > MAX_PERIOD {
             return bad(format!(
@@ -139,6 +148,17 @@ impl ServeOptions {
     pub fn backoff(mut self, first: Duration, max: Duration) -> ServeOptions {
         self.backoff = first;
         self.max_backoff = max;
+        self
+    }
+
+    /// How long an attempt may run: a handler still running after it is
+    /// dropped, and the attempt fails ("timed out after …"), to be
+    /// retried, then dead like any failure. So a handler that hangs does
+    /// not hold its slot for good, and a job that always hangs ends
+    /// `dead`. `None`: no bound. Default [`DEFAULT_JOB_TIMEOUT`].
+    /// (The lease is renewed while the handler runs, whatever this is.)
+    pub fn timeout(mut self, timeout: Option<Duration>) -> ServeOptions {
+        self.timeout = timeout;
         self
     }
 }
@@ -339,14 +359,24 @@ impl Drop for Report {
 }
 
 /// The task that runs `job` by its handler and reports how it ended.
-fn job_task(registry: Arc<Registry>, job: Job, report: Report) -> Task {
+fn job_task(registry: Arc<Registry>, job: Job, report: Report, timeout: Option<Duration>) -> Task {
     Box::pin(async move {
         let report = report;
         let id = job.id;
         let run = AssertUnwindSafe(async move {
-            match registry.start(job) {
-                Some(handler) => handler.await,
+            let handler = match registry.start(job) {
+                Some(handler) => handler,
                 None => unreachable!("claimed only with a handler"),
+            };
+            let Some(timeout) = timeout else {
+                return handler.await;
+            };
+            let deadline = futures_timer::Delay::new(timeout);
+            match futures::future::select(handler, deadline).await {
+                futures::future::Either::Left((outcome, _)) => outcome,
+                futures::future::Either::Right(((), _)) => {
+                    Err(crate::JobError(format!("timed out after {timeout:?}")))
+                }
             }
         });
         let outcome = match run.catch_unwind().await {
@@ -888,7 +918,10 @@ impl Fetcher {
                 continue;
             }
             let level = job.level;
-            match (self.submit)(level, job_task(self.registry.clone(), job, report)) {
+            match (self.submit)(
+                level,
+                job_task(self.registry.clone(), job, report, self.options.timeout),
+            ) {
                 Ok(handle) => {
                     self.held.insert(id, Some(handle));
                 }

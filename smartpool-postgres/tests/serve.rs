@@ -135,6 +135,53 @@ fn a_failing_job_is_retried_then_dead_with_its_error() {
     assert!(rx.try_recv().is_err(), "no fourth attempt");
 }
 
+/// A handler that never finishes: each attempt times out and fails, and
+/// the job ends dead with the reason (the production issue's F2; before,
+/// it held its slot for good).
+#[test]
+fn a_hanging_handler_times_out_and_its_job_ends_dead() {
+    let url = fresh_db("timeout");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue
+        .enqueue(NewJob::new("hang", vec![]).max_attempts(2))
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("hang", move |job| {
+        let _ = tx.lock().unwrap().send(job.attempt());
+        async move {
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    });
+    let served = serve(
+        &url,
+        1,
+        1,
+        registry,
+        ServeOptions::new([0])
+            .timeout(Some(Duration::from_millis(200)))
+            .backoff(Duration::from_millis(10), Duration::from_millis(40))
+            .poll(Duration::from_millis(20)),
+    );
+    let attempts: Vec<i32> = (0..2).map(|_| rx.recv().unwrap()).collect();
+    assert_eq!(attempts, [1, 2]);
+    // The second attempt's outcome is written once it times out.
+    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let row = queue.job(id).unwrap().expect("dead jobs stay");
+        if row.state == JobState::Dead || std::time::Instant::now() > failsafe {
+            break row;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    close(served);
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.attempts, 2);
+    assert_eq!(row.last_error.as_deref(), Some("timed out after 200ms"));
+    assert!(rx.try_recv().is_err(), "no third attempt");
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
