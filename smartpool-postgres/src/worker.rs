@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
@@ -220,6 +220,17 @@ impl Worker {
             }
         }
         let capacity = options.capacity.unwrap_or(pool.threads()).max(1);
+        // A task dropped unfinished is released (not counted) if the pool
+        // dropped it closing, or the worker aborted it at close's
+        // deadline; else its future was dropped while nothing would wake
+        // it, and the attempt fails (see `Report`).
+        let aborting = Arc::new(AtomicBool::new(false));
+        let released: Released = {
+            let (weak, aborting) = (Arc::downgrade(pool), aborting.clone());
+            Arc::new(move || {
+                aborting.load(Ordering::SeqCst) || weak.upgrade().is_none_or(|p| p.is_closing())
+            })
+        };
         let pool = pool.clone();
         let submit: Submit = Box::new(move |level, task| {
             match pool.channel(route(level)).try_exec(task) {
@@ -257,6 +268,8 @@ impl Worker {
             held: HashMap::new(),
             pending: VecDeque::new(),
             pool_closed: false,
+            aborting,
+            released,
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -331,11 +344,18 @@ impl Future for WorkerClose {
 }
 
 /// Reports a job's outcome once: as its task said, or, if the task is
-/// dropped first, released (or failed, if it unwinds).
+/// dropped first: released if the pool dropped it closing or the worker
+/// aborted it at close's deadline (`released`); failed if it unwinds, or
+/// if its future was dropped while the pool runs. That last is a handler
+/// that returned `Pending` and let go of its waker: nothing could wake it,
+/// so the pool freed it. Released, it would be claimed again at once, for
+/// ever, its attempt never counted; failed, it is retried with backoff,
+/// then dead.
 struct Report {
     id: i64,
     outcomes: mpsc::UnboundedSender<(i64, Outcome)>,
     sent: bool,
+    released: Released,
 }
 
 impl Report {
@@ -350,8 +370,14 @@ impl Drop for Report {
         if !self.sent {
             let outcome = if std::thread::panicking() {
                 Outcome::Failed("the job's task panicked".into())
-            } else {
+            } else if (self.released)() {
                 Outcome::Released
+            } else {
+                Outcome::Failed(
+                    "the handler's future was dropped unfinished: it returned Pending \
+                     and nothing kept its waker"
+                        .into(),
+                )
             };
             let _ = self.outcomes.send((self.id, outcome));
         }
@@ -413,7 +439,15 @@ struct Fetcher {
     pending: VecDeque<(i64, Outcome, u32)>,
     /// The pool refused a job: it is closing; claim no more.
     pool_closed: bool,
+    /// Set as close's deadline aborts the jobs held.
+    aborting: Arc<AtomicBool>,
+    /// Whether a task dropped unfinished now is released (see `Report`).
+    released: Released,
 }
+
+/// Whether a job's task dropped unfinished is released now: the pool is
+/// closing, or the worker aborts at close's deadline.
+type Released = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A write the server refuses this many times is given up (logged): the
 /// job's lease then expires and it runs again.
@@ -565,6 +599,7 @@ impl Fetcher {
             }
             if abort_at.is_some_and(|at| Instant::now() >= at) {
                 abort_at = None;
+                self.aborting.store(true, Ordering::SeqCst);
                 let mut aborted = 0;
                 for handle in self.held.values().flatten() {
                     handle.abort();
@@ -888,6 +923,7 @@ impl Fetcher {
                 id,
                 outcomes: self.outcomes.clone(),
                 sent: false,
+                released: self.released.clone(),
             };
             if job.attempt > job.max_attempts {
                 report.send(Outcome::Dead(if was == "running" {

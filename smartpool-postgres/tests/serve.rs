@@ -182,6 +182,61 @@ fn a_hanging_handler_times_out_and_its_job_ends_dead() {
     assert!(rx.try_recv().is_err(), "no third attempt");
 }
 
+/// A handler that returns `Pending` and lets go of its waker: the pool
+/// frees the task, which nothing could wake. The attempt fails (it was
+/// released, not counted, and claimed again at once, for ever: the
+/// production issue's F3), so the job is retried, then dead.
+#[test]
+fn a_handler_that_drops_its_waker_fails_its_attempt() {
+    let url = fresh_db("lost_waker");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue
+        .enqueue(NewJob::new("lost", vec![]).max_attempts(2))
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("lost", move |job| {
+        let _ = tx.lock().unwrap().send(job.attempt());
+        async move {
+            futures::future::poll_fn(|_| std::task::Poll::<()>::Pending).await;
+            Ok(())
+        }
+    });
+    let served = serve(
+        &url,
+        1,
+        1,
+        registry,
+        // No timeout: its timer would keep the task alive (and the
+        // attempt would time out instead).
+        ServeOptions::new([0])
+            .timeout(None)
+            .backoff(Duration::from_millis(10), Duration::from_millis(40))
+            .poll(Duration::from_millis(20)),
+    );
+    let attempts: Vec<i32> = (0..2).map(|_| rx.recv().unwrap()).collect();
+    assert_eq!(attempts, [1, 2], "each start counts an attempt");
+    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let row = queue.job(id).unwrap().expect("dead jobs stay");
+        if row.state == JobState::Dead || std::time::Instant::now() > failsafe {
+            break row;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    close(served);
+    assert_eq!(row.state, JobState::Dead);
+    assert!(
+        row.last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("nothing kept its waker"),
+        "{:?}",
+        row.last_error
+    );
+    assert!(rx.try_recv().is_err(), "no third attempt");
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
