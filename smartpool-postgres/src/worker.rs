@@ -474,6 +474,18 @@ SET state = 'running', locked_by = $3,
 FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts, picked.was";
 
+/// How the worker's session plans its statements. The claim must walk
+/// the claim index in its order and stop at its limit: a plan that sorts
+/// the whole backlog costs tens of ms a claim on a large table. The
+/// planner picks that plan when the statistics are stale (a table
+/// analyzed while nearly empty, as autovacuum leaves a queue, then given
+/// a burst), for the prepared statement's generic plan. With sorts and
+/// the other scans off, the index scan is the one plan it can afford.
+/// The worker's other statements go by primary key, which these leave
+/// alone.
+pub(crate) const PLANNING: &str =
+    "SET enable_sort = off; SET enable_bitmapscan = off; SET enable_seqscan = off";
+
 /// Renews the leases of jobs `$1` that this worker (`$2`) holds, skipping
 /// rows someone else has locked (one such row must not hold back the
 /// others' renewals).
@@ -693,7 +705,9 @@ impl Fetcher {
 
     /// Connects, listens, and bounds every statement of the session by a
     /// third of the lease, so that nothing waits long enough on a lock to
-    /// let the leases of the jobs held expire. Over TCP, unacknowledged
+    /// let the leases of the jobs held expire. The session plans without
+    /// sorts, bitmap or sequential scans ([`PLANNING`]), so that a claim
+    /// walks the claim index whatever the table's statistics say. Over TCP, unacknowledged
     /// data also ends the connection after a third of the lease (a server
     /// that stopped answering sends nothing that would end a statement).
     async fn connect(&self) -> Result<Connection, Error> {
@@ -702,7 +716,7 @@ impl Fetcher {
         connection
             .client
             .batch_execute(&format!(
-                "LISTEN {}; SET statement_timeout = {bound}; SET lock_timeout = {bound}",
+                "LISTEN {}; SET statement_timeout = {bound}; SET lock_timeout = {bound}; {PLANNING}",
                 crate::schema::CHANNEL
             ))
             .await?;
@@ -988,5 +1002,62 @@ impl Fetcher {
             Err(e) if self.lost(c, "renewing leases", &e) => Err(Disconnected),
             Err(_) => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::{CLAIM, PLANNING};
+
+    /// The claim's plan under stale statistics (the table analyzed empty,
+    /// then 20,000 jobs): the claim index in order, no sort, for the
+    /// generic plan a prepared statement gets (the production issue's F1:
+    /// without `PLANNING` it sorts the whole backlog at every claim).
+    #[test]
+    fn the_claim_walks_its_index_under_stale_statistics() {
+        let cluster = crate::TempCluster::start().expect("a temporary server");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let plan = runtime.block_on(async {
+            let connection = crate::db::connect(&cluster.url()).await.expect("connected");
+            let client = &connection.client;
+            client
+                .batch_execute(
+                    "ANALYZE smartpool_jobs;
+                     INSERT INTO smartpool_jobs (kind, level)
+                         SELECT 'k', g % 3 FROM generate_series(1, 20000) g;",
+                )
+                .await
+                .unwrap();
+            client.batch_execute(PLANNING).await.unwrap();
+            client
+                .batch_execute("SET plan_cache_mode = force_generic_plan")
+                .await
+                .unwrap();
+            client
+                .batch_execute(&format!(
+                    "PREPARE claim(int[], bigint, text, float8, bigint[], text[]) AS {CLAIM}"
+                ))
+                .await
+                .unwrap();
+            let rows = client
+                .query(
+                    "EXPLAIN (COSTS OFF) EXECUTE claim('{0,1,2}', 2, 'me', 30, '{}', NULL)",
+                    &[],
+                )
+                .await
+                .unwrap();
+            rows.iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        assert!(!plan.contains("Sort"), "{plan}");
+        assert!(
+            plan.contains("Index Scan using smartpool_jobs_claim"),
+            "{plan}"
+        );
     }
 }
