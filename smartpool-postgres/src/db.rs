@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, NoTls, Row, Statement};
 
 use crate::Error;
 
@@ -33,6 +34,52 @@ where
 pub(crate) struct Connection {
     pub(crate) client: Client,
     pub(crate) notes: mpsc::UnboundedReceiver<String>,
+    /// The crate's statements prepared on this connection, by the address
+    /// of their text (each a `const`).
+    prepared: std::sync::Mutex<std::collections::HashMap<usize, Statement>>,
+}
+
+impl Connection {
+    /// `sql` (a `const` of the crate), prepared once on this connection:
+    /// later runs are one round trip, not two (parse, then execute).
+    async fn prepared(&self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        let key = sql.as_ptr() as usize;
+        let known = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(statement) = known {
+            return Ok(statement);
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs `sql`, prepared once (see [`Connection::prepared`]).
+    pub(crate) async fn query(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let statement = self.prepared(sql).await?;
+        self.client.query(&statement, params).await
+    }
+
+    /// Runs `sql`, prepared once; the rows it changed.
+    pub(crate) async fn execute(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let statement = self.prepared(sql).await?;
+        self.client.execute(&statement, params).await
+    }
 }
 
 /// Connects to `url`, installs the schema if missing, and drives the
@@ -81,5 +128,9 @@ async fn connect_configured(config: tokio_postgres::Config) -> Result<Connection
         }
     });
     crate::schema::install(&client).await?;
-    Ok(Connection { client, notes })
+    Ok(Connection {
+        client,
+        notes,
+        prepared: Default::default(),
+    })
 }

@@ -764,7 +764,7 @@ impl Fetcher {
         self.pending = rest;
         if !finished.is_empty() {
             let ids: Vec<i64> = finished.iter().map(|(id, _, _)| *id).collect();
-            match c.client.query(done, &[&ids, &self.me]).await {
+            match c.query(done, &[&ids, &self.me]).await {
                 Ok(rows) => {
                     let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
                     for id in ids {
@@ -786,7 +786,7 @@ impl Fetcher {
                     let mut items: Vec<_> = finished.into_iter().collect();
                     for i in 0..items.len() {
                         let (id, refusals) = (items[i].0, items[i].2);
-                        match c.client.query(done, &[&vec![id], &self.me]).await {
+                        match c.query(done, &[&vec![id], &self.me]).await {
                             Ok(rows) => {
                                 if rows.is_empty() {
                                     self.passed_on(id, &Outcome::Done);
@@ -816,14 +816,13 @@ impl Fetcher {
             let me = &self.me;
             let written = match &outcome {
                 // Refused in the batch above, once more on its own.
-                Outcome::Done => c.client.execute(done, &[&vec![id], me]).await,
+                Outcome::Done => c.execute(done, &[&vec![id], me]).await,
                 Outcome::Failed(error) => {
-                    c.client
-                        .execute(FAILED, &[&id, me, error, &backoff_secs, &max_secs])
+                    c.execute(FAILED, &[&id, me, error, &backoff_secs, &max_secs])
                         .await
                 }
-                Outcome::Dead(error) => c.client.execute(DEAD, &[&id, me, error]).await,
-                Outcome::Released => c.client.execute(RELEASED, &[&id, me]).await,
+                Outcome::Dead(error) => c.execute(DEAD, &[&id, me, error]).await,
+                Outcome::Released => c.execute(RELEASED, &[&id, me]).await,
             };
             match written {
                 Ok(1) => {}
@@ -889,7 +888,6 @@ impl Fetcher {
         let held: Vec<i64> = self.held.keys().copied().collect();
         let kinds = self.options.only_known_kinds.then(|| self.registry.kinds());
         let rows = match c
-            .client
             .query(
                 CLAIM,
                 &[
@@ -997,7 +995,7 @@ impl Fetcher {
         }
         let ids: Vec<i64> = self.held.keys().copied().collect();
         let lease = self.options.lease.as_secs_f64();
-        match c.client.execute(RENEW, &[&ids, &self.me, &lease]).await {
+        match c.execute(RENEW, &[&ids, &self.me, &lease]).await {
             Ok(_) => Ok(()),
             Err(e) if self.lost(c, "renewing leases", &e) => Err(Disconnected),
             Err(_) => Ok(()),
