@@ -84,9 +84,63 @@ pub struct Job {
     pub(crate) deadline: Option<SystemTime>,
     pub(crate) attempt: i32,
     pub(crate) max_attempts: i32,
+    pub(crate) lease: LeaseSignal,
+}
+
+/// Set once when the worker learns that another holds a job's lease
+/// (see [`Job::lease_lost`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeaseSignal(std::sync::Arc<LeaseState>);
+
+#[derive(Debug, Default)]
+struct LeaseState {
+    lost: std::sync::atomic::AtomicBool,
+    waker: futures::task::AtomicWaker,
+}
+
+impl LeaseSignal {
+    /// The lease is lost: wakes the handler waiting for it.
+    pub(crate) fn lose(&self) {
+        self.0.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.waker.wake();
+    }
+}
+
+/// Resolves when the job's lease is lost: see [`Job::lease_lost`].
+#[derive(Debug)]
+pub struct LeaseLost(LeaseSignal);
+
+impl std::future::Future for LeaseLost {
+    type Output = ();
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let state = &(self.0).0;
+        if state.lost.load(std::sync::atomic::Ordering::SeqCst) {
+            return std::task::Poll::Ready(());
+        }
+        state.waker.register(cx.waker());
+        // Register, then look again: `lose` sets the flag, then wakes.
+        if state.lost.load(std::sync::atomic::Ordering::SeqCst) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
 }
 
 impl Job {
+    /// Resolves if this worker learns that it no longer holds the job's
+    /// lease: a renewal found the row locked by another worker, or no
+    /// longer running (after a partition longer than the lease, another
+    /// worker may be running the same job). The handler should stop: its
+    /// outcome will not be written. Learned at a renewal, every third of
+    /// the lease. (One handler task awaits it at a time.)
+    pub fn lease_lost(&self) -> LeaseLost {
+        LeaseLost(self.lease.clone())
+    }
+
     /// Its id, as [`Queue::enqueue`](crate::Queue::enqueue) returned it.
     pub fn id(&self) -> i64 {
         self.id

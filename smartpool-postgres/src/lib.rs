@@ -115,7 +115,7 @@ mod schema;
 mod worker;
 
 pub use cluster::TempCluster;
-pub use job::{Job, JobError, JobRow, JobState, NewJob};
+pub use job::{Job, JobError, JobRow, JobState, LeaseLost, NewJob};
 pub use queue::Queue;
 pub use registry::Registry;
 pub use worker::{ServeOptions, Worker, WorkerClose, DEFAULT_JOB_TIMEOUT};

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::db::{self, Connection};
-use crate::job::Job;
+use crate::job::{Job, LeaseSignal};
 use crate::registry::Registry;
 use crate::Error;
 
@@ -270,6 +270,7 @@ impl Worker {
             pool_closed: false,
             aborting,
             released,
+            leases: HashMap::new(),
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -441,6 +442,9 @@ struct Fetcher {
     pool_closed: bool,
     /// Set as close's deadline aborts the jobs held.
     aborting: Arc<AtomicBool>,
+    /// The lease signal of each job whose handler runs (see
+    /// [`Job::lease_lost`]).
+    leases: HashMap<i64, LeaseSignal>,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -494,7 +498,15 @@ UPDATE smartpool_jobs SET locked_until = now() + make_interval(secs => $3)
 WHERE id IN (
     SELECT id FROM smartpool_jobs
     WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'
-    FOR UPDATE SKIP LOCKED)";
+    FOR UPDATE SKIP LOCKED)
+RETURNING id";
+
+/// Of jobs `$1`, those this worker (`$2`) no longer holds: another's, or
+/// not running. (A row a renewal skipped, locked for a moment by another
+/// statement, is still ours.)
+const LOST: &str = "\
+SELECT id FROM smartpool_jobs
+WHERE id = ANY($1) AND (locked_by IS DISTINCT FROM $2 OR state <> 'running')";
 
 /// Every job of `$1` done, in one statement; returns those written.
 const DONE_DELETE: &str = "\
@@ -772,6 +784,7 @@ impl Fetcher {
                             self.passed_on(id, &Outcome::Done);
                         }
                         self.held.remove(&id);
+                        self.leases.remove(&id);
                     }
                 }
                 Err(e) => {
@@ -792,6 +805,7 @@ impl Fetcher {
                                     self.passed_on(id, &Outcome::Done);
                                 }
                                 self.held.remove(&id);
+                                self.leases.remove(&id);
                             }
                             Err(e) if self.lost(c, "writing an outcome", &e) => {
                                 for item in items.split_off(i).into_iter().rev() {
@@ -841,6 +855,7 @@ impl Fetcher {
                 }
             }
             self.held.remove(&id);
+            self.leases.remove(&id);
         }
         self.pending.extend(later);
         Ok(retry_at)
@@ -874,6 +889,7 @@ impl Fetcher {
             self.me
         );
         self.held.remove(&id);
+        self.leases.remove(&id);
         None
     }
 
@@ -922,6 +938,7 @@ impl Fetcher {
                     deadline: row.get(4),
                     attempt: row.get(5),
                     max_attempts: row.get(6),
+                    lease: LeaseSignal::default(),
                 };
                 (job, row.get::<_, String>(7))
             })
@@ -966,6 +983,7 @@ impl Fetcher {
                 continue;
             }
             let level = job.level;
+            self.leases.insert(id, job.lease.clone());
             match (self.submit)(
                 level,
                 job_task(self.registry.clone(), job, report, self.options.timeout),
@@ -995,11 +1013,33 @@ impl Fetcher {
         }
         let ids: Vec<i64> = self.held.keys().copied().collect();
         let lease = self.options.lease.as_secs_f64();
-        match c.execute(RENEW, &[&ids, &self.me, &lease]).await {
-            Ok(_) => Ok(()),
-            Err(e) if self.lost(c, "renewing leases", &e) => Err(Disconnected),
-            Err(_) => Ok(()),
+        let renewed = match c.query(RENEW, &[&ids, &self.me, &lease]).await {
+            Ok(rows) => rows,
+            Err(e) if self.lost(c, "renewing leases", &e) => return Err(Disconnected),
+            Err(_) => return Ok(()),
+        };
+        if renewed.len() == ids.len() {
+            return Ok(());
         }
+        let renewed: HashSet<i64> = renewed.iter().map(|row| row.get(0)).collect();
+        let missing: Vec<i64> = ids.into_iter().filter(|id| !renewed.contains(id)).collect();
+        let lost = match c.query(LOST, &[&missing, &self.me]).await {
+            Ok(rows) => rows,
+            Err(e) if self.lost(c, "checking leases", &e) => return Err(Disconnected),
+            Err(_) => return Ok(()),
+        };
+        for row in lost {
+            let id: i64 = row.get(0);
+            if let Some(signal) = self.leases.get(&id) {
+                log::warn!(
+                    "smartpool-postgres: worker {}: the lease of job {id} is lost (another \
+                     worker holds it, or it is no longer running); its handler is told",
+                    self.me
+                );
+                signal.lose();
+            }
+        }
+        Ok(())
     }
 }
 

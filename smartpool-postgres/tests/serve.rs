@@ -237,6 +237,56 @@ fn a_handler_that_drops_its_waker_fails_its_attempt() {
     assert!(rx.try_recv().is_err(), "no third attempt");
 }
 
+/// A job whose row another worker took (as after a partition longer than
+/// the lease): the next renewal finds it, and the handler awaiting
+/// `lease_lost` is told (the production issue's lesser item: it was never
+/// told).
+#[test]
+fn a_handler_learns_that_its_lease_is_lost() {
+    let url = fresh_db("lease_lost");
+    let queue = Queue::connect(&url).unwrap();
+    let id = queue.enqueue(NewJob::new("long", vec![])).unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (lost_tx, lost) = mpsc::channel();
+    let (started_tx, lost_tx) = (Mutex::new(started_tx), Mutex::new(lost_tx));
+    let registry = Registry::new().handle("long", move |job| {
+        let _ = started_tx.lock().unwrap().send(job.id());
+        let lost_tx = lost_tx.lock().unwrap().clone();
+        async move {
+            job.lease_lost().await;
+            let _ = lost_tx.send(job.id());
+            Ok(())
+        }
+    });
+    let served = serve(
+        &url,
+        1,
+        1,
+        registry,
+        ServeOptions::new([0])
+            .lease(Duration::from_millis(900))
+            .poll(Duration::from_millis(20)),
+    );
+    assert_eq!(started.recv().unwrap(), id);
+    // Another worker's claim, as after an expired lease.
+    common::admin_of(
+        &common::db_name("lease_lost"),
+        &format!("UPDATE smartpool_jobs SET locked_by = 'another' WHERE id = {id}"),
+    );
+    assert_eq!(
+        lost.recv_timeout(Duration::from_secs(30)),
+        Ok(id),
+        "the handler is told at the next renewal"
+    );
+    close(served);
+    let row = queue.job(id).unwrap().expect("the row stays");
+    assert_eq!(
+        row.state,
+        JobState::Running,
+        "the outcome is not ours to write"
+    );
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
