@@ -116,7 +116,7 @@ mod worker;
 
 pub use cluster::TempCluster;
 pub use job::{Job, JobError, JobRow, JobState, LeaseLost, NewJob};
-pub use queue::Queue;
+pub use queue::{Cancelled, Queue};
 pub use registry::Registry;
 pub use worker::{ServeOptions, Worker, WorkerClose, DEFAULT_JOB_TIMEOUT};
 

@@ -16,7 +16,32 @@ enum Request {
     SetLevel(i64, i32, oneshot::Sender<Result<bool, Error>>),
     Job(i64, oneshot::Sender<Result<Option<JobRow>, Error>>),
     Counts(oneshot::Sender<Result<Vec<(JobState, i64)>, Error>>),
+    Cancel(i64, oneshot::Sender<Result<Cancelled, Error>>),
 }
+
+/// What [`Queue::cancel`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The job was queued: it is gone from the table.
+    Removed,
+    /// The job was running: it is `dead` with the error "cancelled", and
+    /// its handler's [`Job::lease_lost`](crate::Job::lease_lost) resolves
+    /// at its worker's next renewal (a third of the lease at most). The
+    /// handler's outcome is not written.
+    Stopping,
+    /// No queued or running job has this id (it finished, or never was).
+    NotFound,
+}
+
+/// Cancels job `$1`: a queued one is deleted, a running one made dead.
+const CANCEL: &str = "\
+WITH removed AS (
+    DELETE FROM smartpool_jobs WHERE id = $1 AND state = 'queued' RETURNING 1 AS what),
+stopped AS (
+    UPDATE smartpool_jobs SET state = 'dead', finished_at = now(), locked_until = NULL,
+        last_error = 'cancelled'
+    WHERE id = $1 AND state = 'running' RETURNING 2 AS what)
+SELECT what FROM removed UNION ALL SELECT what FROM stopped";
 
 /// A handle to the jobs table: enqueue, move a queued job to another
 /// level, look at a job. Each call is answered by the queue's own
@@ -90,6 +115,12 @@ impl Queue {
     /// How many jobs are in each state.
     pub fn counts(&self) -> Result<Vec<(JobState, i64)>, Error> {
         futures::executor::block_on(self.ask(Request::Counts))
+    }
+
+    /// Cancels job `id`: a queued job is removed; a running one is made
+    /// `dead` ("cancelled") and its handler told (see [`Cancelled`]).
+    pub fn cancel(&self, id: i64) -> Result<Cancelled, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::Cancel(id, tx)))
     }
 
     fn ask<T: Send + 'static>(
@@ -215,6 +246,18 @@ async fn answer(connection: &Connection, request: Request) {
                 });
             let _ = tx.send(counts);
         }
+        Request::Cancel(id, tx) => {
+            let cancelled = client
+                .query_opt(CANCEL, &[&id])
+                .await
+                .map(|row| match row.map(|row| row.get::<_, i32>(0)) {
+                    Some(1) => Cancelled::Removed,
+                    Some(_) => Cancelled::Stopping,
+                    None => Cancelled::NotFound,
+                })
+                .map_err(Error::from);
+            let _ = tx.send(cancelled);
+        }
     }
 }
 
@@ -243,5 +286,6 @@ fn fail(request: Request, error: Error) {
         Request::SetLevel(_, _, tx) => drop(tx.send(Err(error))),
         Request::Job(_, tx) => drop(tx.send(Err(error))),
         Request::Counts(tx) => drop(tx.send(Err(error))),
+        Request::Cancel(_, tx) => drop(tx.send(Err(error))),
     }
 }

@@ -11,7 +11,9 @@ use std::time::{Duration, SystemTime};
 
 use common::{fresh_db, Gate};
 use smartpool::Exec;
-use smartpool_postgres::{JobError, JobState, NewJob, Queue, Registry, ServeOptions, Worker};
+use smartpool_postgres::{
+    Cancelled, JobError, JobState, NewJob, Queue, Registry, ServeOptions, Worker,
+};
 
 /// A registry whose "record" handler sends each job's id down `tx`.
 fn recording(tx: mpsc::Sender<i64>) -> Registry {
@@ -285,6 +287,50 @@ fn a_handler_learns_that_its_lease_is_lost() {
         JobState::Running,
         "the outcome is not ours to write"
     );
+}
+
+/// Cancelling: a queued job is removed and never runs; a running one is
+/// made dead ("cancelled") and its handler told, as on a lost lease.
+#[test]
+fn a_queued_job_is_removed_and_a_running_one_told() {
+    let url = fresh_db("cancel");
+    let queue = Queue::connect(&url).unwrap();
+    let running = queue.enqueue(NewJob::new("long", vec![])).unwrap();
+    let queued = queue
+        .enqueue(NewJob::new("long", vec![]).delay(Duration::from_secs(3600)))
+        .unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (told_tx, told) = mpsc::channel();
+    let (started_tx, told_tx) = (Mutex::new(started_tx), Mutex::new(told_tx));
+    let registry = Registry::new().handle("long", move |job| {
+        let _ = started_tx.lock().unwrap().send(job.id());
+        let told_tx = told_tx.lock().unwrap().clone();
+        async move {
+            job.lease_lost().await;
+            let _ = told_tx.send(job.id());
+            Ok(())
+        }
+    });
+    let served = serve(
+        &url,
+        1,
+        1,
+        registry,
+        ServeOptions::new([0])
+            .lease(Duration::from_millis(900))
+            .poll(Duration::from_millis(20)),
+    );
+    assert_eq!(started.recv().unwrap(), running);
+    assert_eq!(queue.cancel(queued).unwrap(), Cancelled::Removed);
+    assert!(queue.job(queued).unwrap().is_none(), "gone from the table");
+    assert_eq!(queue.cancel(running).unwrap(), Cancelled::Stopping);
+    assert_eq!(told.recv_timeout(Duration::from_secs(30)), Ok(running));
+    close(served);
+    let row = queue.job(running).unwrap().expect("dead jobs stay");
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.last_error.as_deref(), Some("cancelled"));
+    assert_eq!(queue.cancel(running).unwrap(), Cancelled::NotFound);
+    assert!(started.try_recv().is_err(), "the removed job never ran");
 }
 
 #[test]
