@@ -46,7 +46,9 @@ CREATE OR REPLACE TRIGGER smartpool_jobs_notify
 /// lock the table against writes, and need its owner).
 const PRESENT: &str = "\
 SELECT to_regclass('smartpool_jobs') IS NOT NULL
-   AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'smartpool_jobs_notify')";
+   AND EXISTS (SELECT 1 FROM pg_trigger
+               WHERE tgrelid = to_regclass('smartpool_jobs')
+                 AND tgname = 'smartpool_jobs_notify')";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

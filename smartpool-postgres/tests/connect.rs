@@ -66,3 +66,48 @@ fn a_missing_database_is_named_in_the_error() {
         "{text}"
     );
 }
+
+/// The schema check looks for the notify trigger on the jobs table, not
+/// anywhere: a trigger of that name on another schema's table does not
+/// hide a dropped one, and connecting puts it back (the production
+/// issue's lesser item).
+#[test]
+fn a_dropped_trigger_is_put_back_despite_a_namesake_elsewhere() {
+    let url = common::fresh_db("trigger");
+    let db = common::db_name("trigger");
+    drop(Queue::connect(&url).unwrap());
+    common::admin_of(
+        &db,
+        "DROP TRIGGER smartpool_jobs_notify ON smartpool_jobs;
+         CREATE SCHEMA other;
+         CREATE TABLE other.t (x int);
+         CREATE TRIGGER smartpool_jobs_notify AFTER INSERT ON other.t
+             FOR EACH ROW EXECUTE FUNCTION smartpool_jobs_notify();",
+    );
+    drop(Queue::connect(&url).unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let count = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_trigger \
+                 WHERE tgrelid = 'public.smartpool_jobs'::regclass \
+                   AND tgname = 'smartpool_jobs_notify'",
+                &[],
+            )
+            .await
+            .unwrap();
+        tx.send(row.get::<_, i64>(0)).unwrap();
+    });
+    assert_eq!(
+        rx.recv().unwrap(),
+        1,
+        "the trigger is back on the jobs table"
+    );
+}
