@@ -17,7 +17,17 @@ enum Request {
     Job(i64, oneshot::Sender<Result<Option<JobRow>, Error>>),
     Counts(oneshot::Sender<Result<Vec<(JobState, i64)>, Error>>),
     Cancel(i64, oneshot::Sender<Result<Cancelled, Error>>),
+    Dead(i64, oneshot::Sender<Result<Vec<JobRow>, Error>>),
+    Revive(i64, oneshot::Sender<Result<bool, Error>>),
+    Discard(i64, oneshot::Sender<Result<bool, Error>>),
+    CountsByLevel(oneshot::Sender<Result<Vec<LevelCount>, Error>>),
 }
+
+/// `(level, state, count)`: see [`Queue::counts_by_level`].
+type LevelCount = (i32, JobState, i64);
+
+/// A job's row, as `job_row` reads it.
+const ROW: &str = "id, kind, level, state, attempts, last_error, locked_by, locked_until";
 
 /// What [`Queue::cancel`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +133,29 @@ impl Queue {
         futures::executor::block_on(self.ask(|tx| Request::Cancel(id, tx)))
     }
 
+    /// The dead jobs, the latest to die first, at most `limit`.
+    pub fn dead(&self, limit: i64) -> Result<Vec<JobRow>, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::Dead(limit, tx)))
+    }
+
+    /// Queues dead job `id` again, due now, with its attempts back to 0
+    /// (its last error stays until the next attempt); returns whether it
+    /// was dead.
+    pub fn retry(&self, id: i64) -> Result<bool, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::Revive(id, tx)))
+    }
+
+    /// Deletes dead job `id`; returns whether it was dead.
+    pub fn discard(&self, id: i64) -> Result<bool, Error> {
+        futures::executor::block_on(self.ask(|tx| Request::Discard(id, tx)))
+    }
+
+    /// How many jobs are in each state, per level: `(level, state,
+    /// count)`, by level then state.
+    pub fn counts_by_level(&self) -> Result<Vec<(i32, JobState, i64)>, Error> {
+        futures::executor::block_on(self.ask(Request::CountsByLevel))
+    }
+
     fn ask<T: Send + 'static>(
         &self,
         request: impl FnOnce(oneshot::Sender<Result<T, Error>>) -> Request,
@@ -222,8 +255,7 @@ async fn answer(connection: &Connection, request: Request) {
         Request::Job(id, tx) => {
             let row = client
                 .query_opt(
-                    "SELECT id, kind, level, state, attempts, last_error, locked_by, locked_until \
-                     FROM smartpool_jobs WHERE id = $1",
+                    &format!("SELECT {ROW} FROM smartpool_jobs WHERE id = $1"),
                     &[&id],
                 )
                 .await
@@ -258,6 +290,60 @@ async fn answer(connection: &Connection, request: Request) {
                 .map_err(Error::from);
             let _ = tx.send(cancelled);
         }
+        Request::Dead(limit, tx) => {
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {ROW} FROM smartpool_jobs WHERE state = 'dead' \
+                         ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT $1"
+                    ),
+                    &[&limit],
+                )
+                .await
+                .map_err(Error::from)
+                .and_then(|rows| rows.iter().map(job_row).collect());
+            let _ = tx.send(rows);
+        }
+        Request::Revive(id, tx) => {
+            let revived = client
+                .execute(
+                    "UPDATE smartpool_jobs SET state = 'queued', attempts = 0, run_at = now(), \
+                     finished_at = NULL, locked_by = NULL, locked_until = NULL \
+                     WHERE id = $1 AND state = 'dead'",
+                    &[&id],
+                )
+                .await
+                .map(|n| n == 1)
+                .map_err(Error::from);
+            let _ = tx.send(revived);
+        }
+        Request::Discard(id, tx) => {
+            let discarded = client
+                .execute(
+                    "DELETE FROM smartpool_jobs WHERE id = $1 AND state = 'dead'",
+                    &[&id],
+                )
+                .await
+                .map(|n| n == 1)
+                .map_err(Error::from);
+            let _ = tx.send(discarded);
+        }
+        Request::CountsByLevel(tx) => {
+            let counts = client
+                .query(
+                    "SELECT level, state, count(*) FROM smartpool_jobs \
+                     GROUP BY level, state ORDER BY level, state",
+                    &[],
+                )
+                .await
+                .map_err(Error::from)
+                .and_then(|rows| {
+                    rows.iter()
+                        .map(|row| Ok((row.get(0), state(row.get(1))?, row.get::<_, i64>(2))))
+                        .collect()
+                });
+            let _ = tx.send(counts);
+        }
     }
 }
 
@@ -287,5 +373,9 @@ fn fail(request: Request, error: Error) {
         Request::Job(_, tx) => drop(tx.send(Err(error))),
         Request::Counts(tx) => drop(tx.send(Err(error))),
         Request::Cancel(_, tx) => drop(tx.send(Err(error))),
+        Request::Dead(_, tx) => drop(tx.send(Err(error))),
+        Request::Revive(_, tx) => drop(tx.send(Err(error))),
+        Request::Discard(_, tx) => drop(tx.send(Err(error))),
+        Request::CountsByLevel(tx) => drop(tx.send(Err(error))),
     }
 }

@@ -333,6 +333,53 @@ fn a_queued_job_is_removed_and_a_running_one_told() {
     assert!(started.try_recv().is_err(), "the removed job never ran");
 }
 
+/// Operations on dead jobs: listed, retried (queued again, attempts back
+/// to 0, and run), discarded; counts per level and state.
+#[test]
+fn dead_jobs_are_listed_retried_and_discarded() {
+    let url = fresh_db("operations");
+    let queue = Queue::connect(&url).unwrap();
+    let first = queue.enqueue(NewJob::new("unknown", vec![])).unwrap();
+    let second = queue
+        .enqueue(NewJob::new("unknown", vec![]).level(1))
+        .unwrap();
+    // No handler knows the kind: both go dead at their claim.
+    let served = serve(&url, 2, 1, Registry::new(), ServeOptions::new([0, 1]));
+    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
+    while queue.dead(10).unwrap().len() < 2 && std::time::Instant::now() < failsafe {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    close(served);
+    let dead: Vec<i64> = queue.dead(10).unwrap().iter().map(|row| row.id).collect();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    assert!(dead.contains(&first) && dead.contains(&second));
+    let counts = queue.counts_by_level().unwrap();
+    assert_eq!(counts, [(0, JobState::Dead, 1), (1, JobState::Dead, 1)]);
+
+    assert!(queue.discard(second).unwrap());
+    assert!(queue.job(second).unwrap().is_none());
+    assert!(!queue.discard(second).unwrap(), "gone already");
+
+    assert!(queue.retry(first).unwrap());
+    let row = queue.job(first).unwrap().unwrap();
+    assert_eq!((row.state, row.attempts), (JobState::Queued, 0));
+    assert!(!queue.retry(first).unwrap(), "queued, not dead");
+    // Now a handler knows it: it runs and is done.
+    let served = serve(
+        &url,
+        2,
+        1,
+        Registry::new().handle("unknown", |_| async { Ok(()) }),
+        ServeOptions::new([0, 1]),
+    );
+    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
+    while queue.job(first).unwrap().is_some() && std::time::Instant::now() < failsafe {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    close(served);
+    assert!(queue.job(first).unwrap().is_none(), "done, and deleted");
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
