@@ -7,6 +7,11 @@
 //!   drained by one pool of 2 threads, by two such pools (in this
 //!   process), and by one pool that may hold 16 jobs at once (claims of
 //!   up to 16 instead of 2). Jobs per second, enqueue excluded; medians.
+//! * **P3, against a bare loop**: P1's one pool at its default capacity,
+//!   interleaved rep by rep with the loop a user would write without the
+//!   crate: two connections, each claiming one job (`UPDATE … FOR UPDATE
+//!   SKIP LOCKED … RETURNING`), then deleting it, prepared statements.
+//!   Target: ≥ 1.0 × the loop.
 //! * **P2, urgent wait**: two pools of 2 threads drain a backlog of jobs
 //!   of 200 µs on level 1 while 20 urgent jobs arrive on level 0, one
 //!   every 10 ms: enqueue to start, p50 and max; with each pool's
@@ -140,6 +145,56 @@ fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Ve
     waits
 }
 
+/// P3's baseline, one rep: `n` jobs drained by two connections that each
+/// claim one job, then delete it; jobs per second.
+fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
+    queue
+        .enqueue_many(
+            (0..n)
+                .map(|_| NewJob::new("empty", vec![]).level(1))
+                .collect(),
+        )
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            clients.push(client);
+        }
+        let start = Instant::now();
+        let loops = clients.iter().map(|client| async move {
+            let claim = client
+                .prepare(
+                    "UPDATE smartpool_jobs SET state = 'running', attempts = attempts + 1 \
+                     WHERE id = (SELECT id FROM smartpool_jobs \
+                         WHERE level = ANY($1) AND state = 'queued' AND run_at <= now() \
+                         ORDER BY level, deadline, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                     RETURNING id",
+                )
+                .await
+                .unwrap();
+            let done = client
+                .prepare("DELETE FROM smartpool_jobs WHERE id = $1")
+                .await
+                .unwrap();
+            let levels = vec![0i32, 1];
+            while let Some(row) = client.query_opt(&claim, &[&levels]).await.unwrap() {
+                let id: i64 = row.get(0);
+                client.execute(&done, &[&id]).await.unwrap();
+            }
+        });
+        futures::future::join_all(loops).await;
+        n as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -177,6 +232,24 @@ fn main() {
             .collect();
         println!("| {name} | {:.0} |", median(rates));
     }
+    println!();
+    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+    for rep in 0..reps.max(3) {
+        if rep % 2 == 0 {
+            ours.push(throughput(&url, &queue, n, 1, 2));
+            bare.push(bare_loop(&url, &queue, n));
+        } else {
+            bare.push(bare_loop(&url, &queue, n));
+            ours.push(throughput(&url, &queue, n, 1, 2));
+        }
+    }
+    let (ours, bare) = (median(ours), median(bare));
+    println!("P3: {n} empty jobs, interleaved, {} reps", reps.max(3));
+    println!("| row | jobs/s |");
+    println!("|---|---|");
+    println!("| smartpool-postgres, one pool, capacity 2 (the default) | {ours:.0} |");
+    println!("| a bare loop: 2 connections, claim one job, delete it | {bare:.0} |");
+    println!("| ratio (target ≥ 1.0) | {:.2} |", ours / bare);
     println!();
     println!("P2: 20 urgent jobs, one every 10 ms, while two pools drain {backlog} jobs of 200 µs");
     println!("| capacity | urgent wait p50 | max |");
