@@ -28,6 +28,7 @@ pub struct NewJob {
     pub(crate) run_at: Option<SystemTime>,
     pub(crate) deadline: Option<SystemTime>,
     pub(crate) max_attempts: i32,
+    pub(crate) unique: Option<String>,
 }
 
 impl NewJob {
@@ -40,6 +41,7 @@ impl NewJob {
             run_at: None,
             deadline: None,
             max_attempts: 5,
+            unique: None,
         }
     }
 
@@ -70,6 +72,16 @@ impl NewJob {
     /// After this many failed attempts, the job goes to `dead` (at least 1).
     pub fn max_attempts(mut self, attempts: i32) -> NewJob {
         self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// At most one job with this key is queued or running at a time.
+    /// Enqueuing another while one is keeps the one there and returns its
+    /// id ([`Queue::enqueue`](crate::Queue::enqueue)); once it is done or
+    /// dead, the key is free again. (`enqueue_many` refuses unique jobs:
+    /// enqueue them one at a time.)
+    pub fn unique(mut self, key: impl Into<String>) -> NewJob {
+        self.unique = Some(key.into());
         self
     }
 }

@@ -207,20 +207,15 @@ async fn answer(connection: &Connection, request: Request) {
     let client = &connection.client;
     match request {
         Request::Enqueue(job, tx) => {
-            // Due now by the server's clock, unless delayed.
-            let run_at = job.run_at;
-            let id = client
-                .query_one(
-                    "INSERT INTO smartpool_jobs (kind, payload, level, run_at, deadline, max_attempts) \
-                     VALUES ($1, $2, $3, COALESCE($4, now()), $5, $6) RETURNING id",
-                    &[&job.kind, &job.payload, &job.level, &run_at, &job.deadline, &job.max_attempts],
-                )
-                .await
-                .map(|row| row.get::<_, i64>(0))
-                .map_err(Error::from);
-            let _ = tx.send(id);
+            let _ = tx.send(enqueue(client, &job).await);
         }
         Request::EnqueueMany(jobs, tx) => {
+            if jobs.iter().any(|job| job.unique.is_some()) {
+                let _ = tx.send(Err(Error::Config(
+                    "enqueue_many refuses unique jobs: enqueue them one at a time".into(),
+                )));
+                return;
+            }
             let kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
             let payloads: Vec<&[u8]> = jobs.iter().map(|j| j.payload.as_slice()).collect();
             let levels: Vec<i32> = jobs.iter().map(|j| j.level).collect();
@@ -343,6 +338,48 @@ async fn answer(connection: &Connection, request: Request) {
                         .collect()
                 });
             let _ = tx.send(counts);
+        }
+    }
+}
+
+/// Inserts `job`; returns its id. A unique job whose key a queued or
+/// running job holds is not inserted: that job's id comes back. (Should
+/// that job end between the insert and the look, the insert is tried
+/// again.)
+async fn enqueue(client: &tokio_postgres::Client, job: &NewJob) -> Result<i64, Error> {
+    loop {
+        // Due now by the server's clock, unless delayed.
+        let inserted = client
+            .query_opt(
+                "INSERT INTO smartpool_jobs \
+                 (kind, payload, level, run_at, deadline, max_attempts, unique_key) \
+                 VALUES ($1, $2, $3, COALESCE($4, now()), $5, $6, $7) \
+                 ON CONFLICT (unique_key) \
+                     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') \
+                 DO NOTHING RETURNING id",
+                &[
+                    &job.kind,
+                    &job.payload,
+                    &job.level,
+                    &job.run_at,
+                    &job.deadline,
+                    &job.max_attempts,
+                    &job.unique,
+                ],
+            )
+            .await?;
+        if let Some(row) = inserted {
+            return Ok(row.get(0));
+        }
+        let holder = client
+            .query_opt(
+                "SELECT id FROM smartpool_jobs \
+                 WHERE unique_key = $1 AND state IN ('queued', 'running')",
+                &[&job.unique],
+            )
+            .await?;
+        if let Some(row) = holder {
+            return Ok(row.get(0));
         }
     }
 }

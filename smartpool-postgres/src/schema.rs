@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS smartpool_jobs (
 );
 CREATE INDEX IF NOT EXISTS smartpool_jobs_claim
     ON smartpool_jobs (level, deadline, id) WHERE state IN ('queued', 'running');
+ALTER TABLE smartpool_jobs ADD COLUMN IF NOT EXISTS unique_key TEXT;
+CREATE UNIQUE INDEX IF NOT EXISTS smartpool_jobs_unique ON smartpool_jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
 CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('smartpool_jobs', NEW.level::text);
@@ -48,7 +51,8 @@ const PRESENT: &str = "\
 SELECT to_regclass('smartpool_jobs') IS NOT NULL
    AND EXISTS (SELECT 1 FROM pg_trigger
                WHERE tgrelid = to_regclass('smartpool_jobs')
-                 AND tgname = 'smartpool_jobs_notify')";
+                 AND tgname = 'smartpool_jobs_notify')
+   AND to_regclass('smartpool_jobs_unique') IS NOT NULL";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

@@ -380,6 +380,45 @@ fn dead_jobs_are_listed_retried_and_discarded() {
     assert!(queue.job(first).unwrap().is_none(), "done, and deleted");
 }
 
+/// Unique jobs: while one with a key is queued, enqueuing another returns
+/// its id; once it is done, the key is free again. `enqueue_many`
+/// refuses unique jobs.
+#[test]
+fn a_unique_key_keeps_one_job_queued_or_running() {
+    let url = fresh_db("unique");
+    let queue = Queue::connect(&url).unwrap();
+    let first = queue
+        .enqueue(NewJob::new("record", vec![]).unique("report-42"))
+        .unwrap();
+    let again = queue
+        .enqueue(NewJob::new("record", vec![]).unique("report-42"))
+        .unwrap();
+    assert_eq!(again, first, "the queued one stays");
+    let other = queue
+        .enqueue(NewJob::new("record", vec![]).unique("report-43"))
+        .unwrap();
+    assert_ne!(other, first);
+    assert!(queue
+        .enqueue_many(vec![NewJob::new("record", vec![]).unique("x")])
+        .is_err());
+    let (tx, rx) = mpsc::channel();
+    let served = serve(&url, 1, 1, recording(tx), ServeOptions::new([0]));
+    let mut ran = vec![rx.recv().unwrap(), rx.recv().unwrap()];
+    ran.sort();
+    assert_eq!(ran, [first.min(other), first.max(other)]);
+    // Done and deleted: the key is free.
+    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
+    while queue.job(first).unwrap().is_some() && std::time::Instant::now() < failsafe {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let later = queue
+        .enqueue(NewJob::new("record", vec![]).unique("report-42"))
+        .unwrap();
+    assert_ne!(later, first);
+    assert_eq!(rx.recv().unwrap(), later);
+    close(served);
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
