@@ -32,6 +32,8 @@ CREATE INDEX IF NOT EXISTS smartpool_jobs_claim
 ALTER TABLE smartpool_jobs ADD COLUMN IF NOT EXISTS unique_key TEXT;
 CREATE UNIQUE INDEX IF NOT EXISTS smartpool_jobs_unique ON smartpool_jobs (unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS smartpool_jobs_due ON smartpool_jobs (run_at)
+    WHERE state = 'queued';
 CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('smartpool_jobs', NEW.level::text);
@@ -52,7 +54,8 @@ SELECT to_regclass('smartpool_jobs') IS NOT NULL
    AND EXISTS (SELECT 1 FROM pg_trigger
                WHERE tgrelid = to_regclass('smartpool_jobs')
                  AND tgname = 'smartpool_jobs_notify')
-   AND to_regclass('smartpool_jobs_unique') IS NOT NULL";
+   AND to_regclass('smartpool_jobs_unique') IS NOT NULL
+   AND to_regclass('smartpool_jobs_due') IS NOT NULL";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

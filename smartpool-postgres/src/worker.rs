@@ -271,6 +271,7 @@ impl Worker {
             aborting,
             released,
             leases: HashMap::new(),
+            next_due: None,
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -445,6 +446,10 @@ struct Fetcher {
     /// The lease signal of each job whose handler runs (see
     /// [`Job::lease_lost`]).
     leases: HashMap<i64, LeaseSignal>,
+    /// When the next job of the levels served becomes due, as the last
+    /// claim that left room found it: the loop wakes then to claim it,
+    /// not at the next poll.
+    next_due: Option<Instant>,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -500,6 +505,12 @@ WHERE id IN (
     WHERE id = ANY($1) AND locked_by = $2 AND state = 'running'
     FOR UPDATE SKIP LOCKED)
 RETURNING id";
+
+/// In how many seconds the next queued job of levels `$1` becomes due
+/// (null if none waits): the due index's first row.
+const NEXT_DUE: &str = "\
+SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM smartpool_jobs
+WHERE level = ANY($1) AND state = 'queued' AND run_at > now()";
 
 /// Of jobs `$1`, those this worker (`$2`) no longer holds: another's, or
 /// not running. (A row a renewal skipped, locked for a moment by another
@@ -646,6 +657,9 @@ impl Fetcher {
             }
             let connected = connection.as_ref().is_some_and(|c| !c.client.is_closed());
             let mut wake_at = next_renew.min(next_poll);
+            if let Some(due) = self.next_due {
+                wake_at = wake_at.min(due);
+            }
             if !connected {
                 wake_at = wake_at.min(reconnect_at);
             }
@@ -695,6 +709,10 @@ impl Fetcher {
                     if now >= next_poll {
                         backlog = true;
                         next_poll = now + self.options.poll;
+                    }
+                    if self.next_due.is_some_and(|due| now >= due) {
+                        backlog = true;
+                        self.next_due = None;
                     }
                     if now >= next_renew {
                         next_renew = now + renew_every;
@@ -927,6 +945,21 @@ impl Fetcher {
             }
         };
         let full = rows.len() == room;
+        if !full {
+            // Room left: when does the next job become due? (A job
+            // delayed, or a failure's backoff: the trigger said so when it
+            // was queued, but it was not due then.)
+            self.next_due = match c.query(NEXT_DUE, &[&self.options.levels]).await {
+                Ok(rows) => rows
+                    .first()
+                    .and_then(|row| row.get::<_, Option<f64>>(0))
+                    .map(|secs| {
+                        Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+                    }),
+                Err(e) if self.lost(c, "looking for due jobs", &e) => return Err(Disconnected),
+                Err(_) => None,
+            };
+        }
         let mut jobs: Vec<(Job, String)> = rows
             .iter()
             .map(|row| {

@@ -419,6 +419,36 @@ fn a_unique_key_keeps_one_job_queued_or_running() {
     close(served);
 }
 
+/// A job delayed past its enqueue runs at its due time, not at the next
+/// poll (the production issue's F7: a 1 s delay started at 2.4 s).
+#[test]
+fn a_delayed_job_runs_when_due_not_at_the_next_poll() {
+    let url = fresh_db("due");
+    let queue = Queue::connect(&url).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let served = serve(
+        &url,
+        1,
+        1,
+        recording(tx),
+        ServeOptions::new([0]).poll(Duration::from_secs(60)),
+    );
+    let enqueued = std::time::Instant::now();
+    let id = queue
+        .enqueue(NewJob::new("record", vec![]).delay(Duration::from_millis(500)))
+        .unwrap();
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(20)),
+        Ok(id),
+        "woken at the due time, long before the 60 s poll"
+    );
+    assert!(
+        enqueued.elapsed() >= Duration::from_millis(400),
+        "not before it was due"
+    );
+    close(served);
+}
+
 #[test]
 fn a_panicking_handler_fails_its_attempt() {
     let url = fresh_db("panic");
