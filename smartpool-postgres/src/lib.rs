@@ -118,7 +118,33 @@ pub use cluster::TempCluster;
 pub use job::{Job, JobError, JobRow, JobState, LeaseLost, NewJob};
 pub use queue::{Cancelled, Queue};
 pub use registry::Registry;
+/// The client [`enqueue_in`] takes, at the version this crate uses.
+pub use tokio_postgres;
 pub use worker::{ServeOptions, Worker, WorkerClose, DEFAULT_JOB_TIMEOUT};
+
+/// Enqueues `job` with the caller's own client or transaction: inside a
+/// transaction, the job exists if and only if the transaction commits.
+/// Returns its id (for a unique job whose key is held, the holder's: see
+/// [`NewJob::unique`]). The table must exist: a [`Queue`] or [`Worker`]
+/// connected to the database once creates it.
+///
+/// ```no_run
+/// # async fn example(client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use smartpool_postgres::{enqueue_in, NewJob};
+///
+/// let tx = client.transaction().await?;
+/// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 7", &[]).await?;
+/// enqueue_in(&tx, NewJob::new("send_receipt", b"7".to_vec())).await?;
+/// tx.commit().await?; // the job is queued only now, with the payment
+/// # Ok(())
+/// # }
+/// ```
+pub async fn enqueue_in<C: tokio_postgres::GenericClient>(
+    client: &C,
+    job: NewJob,
+) -> Result<i64, Error> {
+    queue::enqueue(client, &job).await
+}
 
 /// An error of this crate: the server could not be reached, refused a
 /// statement, or the queue's thread is gone.

@@ -346,7 +346,10 @@ async fn answer(connection: &Connection, request: Request) {
 /// running job holds is not inserted: that job's id comes back. (Should
 /// that job end between the insert and the look, the insert is tried
 /// again.)
-async fn enqueue(client: &tokio_postgres::Client, job: &NewJob) -> Result<i64, Error> {
+pub(crate) async fn enqueue<C: tokio_postgres::GenericClient>(
+    client: &C,
+    job: &NewJob,
+) -> Result<i64, Error> {
     loop {
         // Due now by the server's clock, unless delayed.
         let inserted = client

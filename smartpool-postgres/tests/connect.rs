@@ -107,3 +107,35 @@ fn a_dropped_trigger_is_put_back_despite_a_namesake_elsewhere() {
     });
     assert_eq!(count, 1, "the trigger is back on the jobs table");
 }
+
+/// Enqueuing inside the caller's transaction: the job exists if and only
+/// if the transaction commits (item 1 of the production issue).
+#[test]
+fn a_job_enqueued_in_a_transaction_exists_only_if_it_commits() {
+    use smartpool_postgres::{enqueue_in, JobState, NewJob};
+    let url = common::fresh_db("transactional");
+    let queue = Queue::connect(&url).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (rolled_back, committed) = runtime.block_on(async {
+        let (mut client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let tx = client.transaction().await.unwrap();
+        let rolled_back = enqueue_in(&tx, NewJob::new("k", vec![])).await.unwrap();
+        tx.rollback().await.unwrap();
+        let tx = client.transaction().await.unwrap();
+        let committed = enqueue_in(&tx, NewJob::new("k", vec![])).await.unwrap();
+        tx.commit().await.unwrap();
+        (rolled_back, committed)
+    });
+    assert!(
+        queue.job(rolled_back).unwrap().is_none(),
+        "rolled back: no job"
+    );
+    let row = queue.job(committed).unwrap().expect("committed: the job");
+    assert_eq!(row.state, JobState::Queued);
+}
