@@ -801,8 +801,7 @@ impl Fetcher {
                         if !written.contains(&id) {
                             self.passed_on(id, &Outcome::Done);
                         }
-                        self.held.remove(&id);
-                        self.leases.remove(&id);
+                        self.let_go(id);
                     }
                 }
                 Err(e) => {
@@ -822,8 +821,7 @@ impl Fetcher {
                                 if rows.is_empty() {
                                     self.passed_on(id, &Outcome::Done);
                                 }
-                                self.held.remove(&id);
-                                self.leases.remove(&id);
+                                self.let_go(id);
                             }
                             Err(e) if self.lost(c, "writing an outcome", &e) => {
                                 for item in items.split_off(i).into_iter().rev() {
@@ -872,8 +870,7 @@ impl Fetcher {
                     continue;
                 }
             }
-            self.held.remove(&id);
-            self.leases.remove(&id);
+            self.let_go(id);
         }
         self.pending.extend(later);
         Ok(retry_at)
@@ -906,8 +903,7 @@ impl Fetcher {
              {MAX_REFUSALS} times and is given up: the job runs again once its lease expires",
             self.me
         );
-        self.held.remove(&id);
-        self.leases.remove(&id);
+        self.let_go(id);
         None
     }
 
@@ -945,21 +941,6 @@ impl Fetcher {
             }
         };
         let full = rows.len() == room;
-        if !full {
-            // Room left: when does the next job become due? (A job
-            // delayed, or a failure's backoff: the trigger said so when it
-            // was queued, but it was not due then.)
-            self.next_due = match c.query(NEXT_DUE, &[&self.options.levels]).await {
-                Ok(rows) => rows
-                    .first()
-                    .and_then(|row| row.get::<_, Option<f64>>(0))
-                    .map(|secs| {
-                        Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
-                    }),
-                Err(e) if self.lost(c, "looking for due jobs", &e) => return Err(Disconnected),
-                Err(_) => None,
-            };
-        }
         let mut jobs: Vec<(Job, String)> = rows
             .iter()
             .map(|row| {
@@ -1036,7 +1017,30 @@ impl Fetcher {
                 }
             }
         }
+        if !full {
+            // Room left: when does the next job become due? (A job
+            // delayed, or a failure's backoff: the trigger said so when it
+            // was queued, but it was not due then.) After the claimed jobs
+            // are submitted, so that they do not wait for this look.
+            self.next_due = match c.query(NEXT_DUE, &[&self.options.levels]).await {
+                Ok(rows) => rows
+                    .first()
+                    .and_then(|row| row.get::<_, Option<f64>>(0))
+                    .map(|secs| {
+                        Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+                    }),
+                Err(e) if self.lost(c, "looking for due jobs", &e) => return Err(Disconnected),
+                Err(_) => None,
+            };
+        }
         Ok(full && !self.pool_closed)
+    }
+
+    /// Job `id` is no longer held: its outcome is written, passed on or
+    /// given up.
+    fn let_go(&mut self, id: i64) {
+        self.held.remove(&id);
+        self.leases.remove(&id);
     }
 
     /// Renews the leases of the jobs held.
