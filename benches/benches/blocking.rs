@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smartpool::prelude::*;
+use smartpool_bench::median;
 
 #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
 struct Only;
@@ -228,11 +229,6 @@ fn w13_loop(n: usize) -> f64 {
     let elapsed = start.elapsed();
     assert_eq!(ran, n);
     elapsed.as_nanos() as f64 / n as f64
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 /// Runs each variant once per rep, in an order rotated each rep; returns

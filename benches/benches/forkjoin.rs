@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use smartpool::prelude::*;
+use smartpool_bench::median;
 
 #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)]
 struct Work;
@@ -178,11 +179,6 @@ fn shuffled(n: usize) -> Vec<u32> {
             x
         })
         .collect()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Runs `a` and `b` `reps` times each, interleaved, the order swapped

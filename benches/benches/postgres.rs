@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use smartpool_bench::median;
 use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
 
 fn now_us() -> u64 {
@@ -93,8 +94,8 @@ fn wait_for(count: &AtomicUsize, n: usize) {
     }
 }
 
-/// P1, one rep: jobs per second for `pools` pools of `capacity`.
-fn throughput(url: &str, queue: &Queue, n: usize, pools: usize, capacity: usize) -> f64 {
+/// Enqueues `n` empty jobs on level 1, in one statement.
+fn enqueue_empty(queue: &Queue, n: usize) {
     queue
         .enqueue_many(
             (0..n)
@@ -102,6 +103,11 @@ fn throughput(url: &str, queue: &Queue, n: usize, pools: usize, capacity: usize)
                 .collect(),
         )
         .unwrap();
+}
+
+/// P1, one rep: jobs per second for `pools` pools of `capacity`.
+fn throughput(url: &str, queue: &Queue, n: usize, pools: usize, capacity: usize) -> f64 {
+    enqueue_empty(queue, n);
     let ran = Arc::new(AtomicUsize::new(0));
     let waits = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
@@ -148,13 +154,7 @@ fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Ve
 /// P3's baseline, one rep: `n` jobs drained by two connections that each
 /// claim one job, then delete it; jobs per second.
 fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
-    queue
-        .enqueue_many(
-            (0..n)
-                .map(|_| NewJob::new("empty", vec![]).level(1))
-                .collect(),
-        )
-        .unwrap();
+    enqueue_empty(queue, n);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -193,11 +193,6 @@ fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
         futures::future::join_all(loops).await;
         n as f64 / start.elapsed().as_secs_f64()
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -46,7 +46,7 @@ use hdrhistogram::Histogram;
 use smartpool::prelude::*;
 // The suite's two-level behavior: urgent above normal.
 use smartpool_bench::peers::ours::TwoLevels;
-use smartpool_bench::{machine_gaps, spin, wait_histogram};
+use smartpool_bench::{machine_gaps, median, spin, wait_histogram};
 
 /// ns per iteration of a loop of `n` steps on the low level, each step a
 /// little work and (if `check`) a call of `should_yield`.
@@ -127,11 +127,6 @@ fn backlog(pool: &Arc<Pool<TwoLevels>>, tasks: usize) -> Arc<AtomicUsize> {
         })));
     }
     left
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn main() {

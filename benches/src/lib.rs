@@ -104,6 +104,12 @@ impl Future for YieldNow {
     }
 }
 
+/// The median of `v` (its upper middle for an even length).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// A histogram of waits in ns, up to 10 s.
 pub fn wait_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000, 3).expect("bounds")

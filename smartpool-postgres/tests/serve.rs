@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{fresh_db, Gate};
+use common::{fresh_db, until, Gate};
 use smartpool::Exec;
 use smartpool_postgres::{
     Cancelled, JobError, JobState, NewJob, Queue, Registry, ServeOptions, Worker,
@@ -169,14 +169,8 @@ fn a_hanging_handler_times_out_and_its_job_ends_dead() {
     let attempts: Vec<i32> = (0..2).map(|_| rx.recv().unwrap()).collect();
     assert_eq!(attempts, [1, 2]);
     // The second attempt's outcome is written once it times out.
-    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
-    let row = loop {
-        let row = queue.job(id).unwrap().expect("dead jobs stay");
-        if row.state == JobState::Dead || std::time::Instant::now() > failsafe {
-            break row;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    until(|| queue.job(id).unwrap().expect("dead jobs stay").state == JobState::Dead);
+    let row = queue.job(id).unwrap().expect("dead jobs stay");
     close(served);
     assert_eq!(row.state, JobState::Dead);
     assert_eq!(row.attempts, 2);
@@ -218,14 +212,8 @@ fn a_handler_that_drops_its_waker_fails_its_attempt() {
     );
     let attempts: Vec<i32> = (0..2).map(|_| rx.recv().unwrap()).collect();
     assert_eq!(attempts, [1, 2], "each start counts an attempt");
-    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
-    let row = loop {
-        let row = queue.job(id).unwrap().expect("dead jobs stay");
-        if row.state == JobState::Dead || std::time::Instant::now() > failsafe {
-            break row;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    until(|| queue.job(id).unwrap().expect("dead jobs stay").state == JobState::Dead);
+    let row = queue.job(id).unwrap().expect("dead jobs stay");
     close(served);
     assert_eq!(row.state, JobState::Dead);
     assert!(
@@ -345,10 +333,7 @@ fn dead_jobs_are_listed_retried_and_discarded() {
         .unwrap();
     // No handler knows the kind: both go dead at their claim.
     let served = serve(&url, 2, 1, Registry::new(), ServeOptions::new([0, 1]));
-    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
-    while queue.dead(10).unwrap().len() < 2 && std::time::Instant::now() < failsafe {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until(|| queue.dead(10).unwrap().len() >= 2);
     close(served);
     let dead: Vec<i64> = queue.dead(10).unwrap().iter().map(|row| row.id).collect();
     assert_eq!(dead.len(), 2, "{dead:?}");
@@ -372,10 +357,7 @@ fn dead_jobs_are_listed_retried_and_discarded() {
         Registry::new().handle("unknown", |_| async { Ok(()) }),
         ServeOptions::new([0, 1]),
     );
-    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
-    while queue.job(first).unwrap().is_some() && std::time::Instant::now() < failsafe {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until(|| queue.job(first).unwrap().is_none());
     close(served);
     assert!(queue.job(first).unwrap().is_none(), "done, and deleted");
 }
@@ -407,10 +389,7 @@ fn a_unique_key_keeps_one_job_queued_or_running() {
     ran.sort();
     assert_eq!(ran, [first.min(other), first.max(other)]);
     // Done and deleted: the key is free.
-    let failsafe = std::time::Instant::now() + Duration::from_secs(30);
-    while queue.job(first).unwrap().is_some() && std::time::Instant::now() < failsafe {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until(|| queue.job(first).unwrap().is_none());
     let later = queue
         .enqueue(NewJob::new("record", vec![]).unique("report-42"))
         .unwrap();

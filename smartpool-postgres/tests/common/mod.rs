@@ -138,3 +138,13 @@ pub fn hold_row_lock(db: &str, id: i64, locked: &Gate, unlock: &Gate) {
         client.batch_execute("COMMIT").await.unwrap();
     });
 }
+
+/// Looks at `done` every 20 ms until it says so, for 30 s at most (a
+/// failsafe: the caller's assertions then say what was not reached). For
+/// a state only the database shows, which no latch can signal.
+pub fn until(mut done: impl FnMut() -> bool) {
+    let failsafe = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() && std::time::Instant::now() < failsafe {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
