@@ -176,7 +176,7 @@ impl<C: Channel + ?Sized> Exec for C {
                 drop(future);
                 continue;
             };
-            let (task, handle) = task::spawn(future, link.scheduler.for_task());
+            let (task, handle) = task::spawn(future, link.scheduler.clone());
             if let Some(count) = count {
                 count.hand_to(&task);
             }
@@ -268,7 +268,7 @@ where
             reason: Reason::Closed,
         });
     };
-    let (task, handle) = make(future, link.scheduler.for_task());
+    let (task, handle) = make(future, link.scheduler.clone());
     if let Some(count) = count {
         count.hand_to(&task);
     }

@@ -103,7 +103,7 @@ impl<B: PoolBehavior> Pool<B> {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let (task, handle) = crate::task::spawn_unmovable(crate::run(f), self.scheduler.for_task());
+        let (task, handle) = crate::task::spawn_unmovable(crate::run(f), self.scheduler.clone());
         if !self.shared.close.is_open() {
             task.set_cancel_reason(Some(CancelReason::PoolClosed));
             return handle;

@@ -375,7 +375,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let Some(future) = take() else {
             return;
         };
-        let (task, detached) = crate::task::spawn(future, pool.scheduler.for_task());
+        let (task, detached) = crate::task::spawn(future, pool.scheduler.clone());
         drop(detached);
         if let Some(count) = count {
             count.hand_to(&task);

@@ -36,10 +36,4 @@ impl SchedulerRef {
     pub(crate) fn same_pool(&self, other: &SchedulerRef) -> bool {
         Weak::ptr_eq(&self.0, &other.0)
     }
-
-    /// A reference for a new task.
-    #[inline]
-    pub(crate) fn for_task(&self) -> SchedulerRef {
-        self.clone()
-    }
 }
