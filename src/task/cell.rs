@@ -38,11 +38,6 @@ pub(crate) struct Header {
     /// The joiner's waker, and the byte that guards it (see `join_waker`).
     join_waker: JoinWaker,
     join_state: AtomicU8,
-    /// Which form the stage's union holds (see [`Stage`]): in the header's
-    /// spare byte, where an enum's own tag would add a word to the cell of
-    /// every small task. Touched only by the party responsible for the
-    /// stage, as the stage is.
-    stage_tag: UnsafeCell<u8>,
     /// Cleared when the `JoinHandle` is dropped, and clear from birth in a
     /// task made without one (`spawn_detached`): nobody can await the task
     /// any more, so completing it drops the output at once and skips the
@@ -375,29 +370,18 @@ pub(crate) fn with_polling_task<R>(f: impl FnOnce(&SchedulerRef, Option<usize>) 
     Some(f(&header.scheduler, from))
 }
 
-/// [`Header::stage_tag`]: the union holds the future.
-const RUNNING: u8 = 0;
-/// [`Header::stage_tag`]: the union holds the outcome.
-const FINISHED: u8 = 1;
-/// [`Header::stage_tag`]: the union holds nothing: the joiner took the
-/// outcome, or the output of a task nobody joins was dropped, or the cell is
-/// being freed.
-const EMPTY: u8 = 2;
-
-/// The future, or what it left behind: its outcome once finished. An
-/// untagged union, whose tag is the header's `stage_tag`: for a small task
-/// (a closure holding a pointer, with no output) the union is one word,
-/// where an enum would be two (the suite's W10).
-pub(super) union StageData<F: Future> {
-    future: ManuallyDrop<F>,
-    outcome: ManuallyDrop<Result<F::Output, JoinError>>,
+/// The future, or what it left behind: its outcome once finished, then
+/// nothing once the joiner took it (or the output of a task nobody joins
+/// was dropped, or the cell is being freed).
+pub(super) enum StageData<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    Empty,
 }
 
 /// The stage as the party responsible for it holds it (see
-/// [`TaskCell::with_stage`]): the union and its tag, which only the methods
-/// below change, together.
+/// [`TaskCell::with_stage`]).
 pub(super) struct Stage<'a, F: Future> {
-    tag: &'a mut u8,
     data: &'a mut StageData<F>,
 }
 
@@ -405,14 +389,14 @@ impl<F: Future> Stage<'_, F> {
     /// The future, pinned, while the task has not finished.
     #[inline]
     fn future(&mut self) -> Option<Pin<&mut F>> {
-        if *self.tag != RUNNING {
-            return None;
+        match self.data {
+            // SAFETY: the future lives inside the task's `Arc` allocation,
+            // which never moves, and never leaves the stage but by being
+            // dropped in place (`drop_held` assigns over it). So it stays
+            // pinned.
+            StageData::Running(future) => Some(unsafe { Pin::new_unchecked(future) }),
+            _ => None,
         }
-        // SAFETY: the tag says the union holds the future. It lives inside
-        // the task's `Arc` allocation, which never moves, and is never
-        // moved out of the union: it leaves only by being dropped in place
-        // (`clear`). So it stays pinned.
-        Some(unsafe { Pin::new_unchecked(&mut *self.data.future) })
     }
 
     /// Drops what the stage holds, in place, catching a panic there (the
@@ -425,12 +409,11 @@ impl<F: Future> Stage<'_, F> {
     }
 
     /// Replaces what the stage holds by `outcome` (dropping the future in
-    /// place first, as an assignment would; a panic there is logged once
-    /// the outcome is written, since the log is user code too).
+    /// place first; a panic there is logged once the outcome is written,
+    /// since the log is user code too).
     fn finish(&mut self, outcome: Result<F::Output, JoinError>) {
         let panic = self.drop_held();
-        self.data.outcome = ManuallyDrop::new(outcome);
-        *self.tag = FINISHED;
+        *self.data = StageData::Finished(outcome);
         if let Some(panic) = panic {
             panic.log();
         }
@@ -439,48 +422,37 @@ impl<F: Future> Stage<'_, F> {
     /// Drops what the stage holds and leaves it empty; returns the panic of
     /// a destructor that panicked, for the caller to log.
     fn drop_held(&mut self) -> Option<DropPanic> {
-        let tag = std::mem::replace(self.tag, EMPTY);
-        if tag == EMPTY {
-            return None;
-        }
+        let future = match self.data {
+            StageData::Empty => return None,
+            StageData::Running(_) => true,
+            StageData::Finished(_) => false,
+        };
+        // The assignment drops the old value in place; should that panic,
+        // the unwinding still writes `Empty`.
         let data = &mut *self.data;
-        catch_unwind(AssertUnwindSafe(|| {
-            if tag == RUNNING {
-                // SAFETY: the tag said the union holds the future, and now
-                // says it is empty: the future is dropped once, in place.
-                unsafe { ManuallyDrop::drop(&mut data.future) }
-            } else {
-                // SAFETY: as above, for the outcome.
-                unsafe { ManuallyDrop::drop(&mut data.outcome) }
-            }
-        }))
-        .err()
-        .map(|payload| DropPanic {
-            future: tag == RUNNING,
-            payload,
-        })
+        catch_unwind(AssertUnwindSafe(|| *data = StageData::Empty))
+            .err()
+            .map(|payload| DropPanic { future, payload })
     }
 
     /// Takes the outcome, if the stage holds it; it is empty after.
     pub(super) fn take_outcome(&mut self) -> Option<Result<F::Output, JoinError>> {
-        if *self.tag != FINISHED {
+        if !matches!(self.data, StageData::Finished(_)) {
+            // A future is never moved out: it is pinned.
             return None;
         }
-        *self.tag = EMPTY;
-        // SAFETY: the tag said the union holds the outcome, and now says
-        // it is empty: the outcome is moved out once.
-        Some(unsafe { ManuallyDrop::take(&mut self.data.outcome) })
+        match std::mem::replace(self.data, StageData::Empty) {
+            StageData::Finished(outcome) => Some(outcome),
+            _ => unreachable!("checked above"),
+        }
     }
 
     /// Whether freeing the cell has nothing of the stage to drop.
     fn nothing_to_drop(&self) -> bool {
-        match *self.tag {
-            EMPTY => true,
-            FINISHED => {
-                // SAFETY: the tag says the union holds the outcome.
-                !std::mem::needs_drop::<F::Output>() && unsafe { self.data.outcome.is_ok() }
-            }
-            _ => false,
+        match &*self.data {
+            StageData::Empty => true,
+            StageData::Finished(outcome) => !std::mem::needs_drop::<F::Output>() && outcome.is_ok(),
+            StageData::Running(_) => false,
         }
     }
 }
@@ -516,8 +488,7 @@ pub(super) struct TaskCell<F: Future> {
     pub(super) header: Header,
 }
 
-// SAFETY: the only state not already `Sync` is the stage (its union, and
-// its tag in the header), and it is touched by one party at a time, in an
+// SAFETY: the only state not already `Sync` is the stage, and it is touched by one party at a time, in an
 // order that the state word's acquire/release transitions (or, from a poll
 // that re-queued the task to the next start, the token's hand-over) make
 // happen-before one another: the poller (`RUNNING`, with `SCHEDULED` and
@@ -819,9 +790,7 @@ where
         (State::new_scheduled(), UNSET)
     };
     Arc::new(TaskCell {
-        stage: UnsafeCell::new(StageData {
-            future: ManuallyDrop::new(future),
-        }),
+        stage: UnsafeCell::new(StageData::Running(future)),
         header: Header {
             state,
             own: AtomicU32::new(entry_word(0, bits)),
@@ -830,7 +799,6 @@ where
             scheduler,
             join_waker: JoinWaker::new(),
             join_state: AtomicU8::new(0),
-            stage_tag: UnsafeCell::new(RUNNING),
             joined: AtomicBool::new(joined),
         },
     })
@@ -856,12 +824,9 @@ impl<F: Future> TaskCell<F> {
     /// transition, or its hand-over of the re-queued task's token, which
     /// follows this call.
     pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(Stage<'_, F>) -> R) -> R {
-        self.header.stage_tag.with_mut(|tag| {
-            self.stage.with_mut(|data| {
-                // SAFETY: exclusive access to both, by the caller's contract.
-                let (tag, data) = unsafe { (&mut *tag, &mut *data) };
-                f(Stage { tag, data })
-            })
+        self.stage.with_mut(|data| {
+            // SAFETY: exclusive access, by the caller's contract.
+            f(Stage { data: unsafe { &mut *data } })
         })
     }
 

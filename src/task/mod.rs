@@ -5,9 +5,8 @@
 //!
 //! A task is one allocation, an `Arc<TaskCell<F>>`, holding a header (state
 //! word, channel it came from, close accounting, a thin pointer to its
-//! pool's `Weak`, the joiner's waker, the stage's tag) and the *stage*: the
-//! future while it runs, its output or error once finished, in an untagged
-//! union whose tag is in the header (so a small task's stage is one word).
+//! pool's `Weak`, the joiner's waker) and the *stage*: the future while it
+//! runs, its output or error once finished, then nothing.
 //! Three kinds of party hold an `Arc` to it:
 //!
 //! * the [`RunningTask`] token, of which at most one is live (a move leaves
