@@ -292,3 +292,88 @@ fn join_runs_a_half_its_pool_dropped_on_the_caller() {
     assert_eq!(*b_thread.lock().unwrap(), Some(a), "b ran on the caller");
     futures::executor::block_on(held).unwrap();
 }
+
+/// Inside a task, `b` is published for the other workers: with `a` waiting
+/// for `b` (a channel), `b` must be stolen and run on the other worker, and
+/// the caller waits for it.
+#[test]
+fn join_inside_a_task_lets_another_worker_steal_b() {
+    let owned = pool(2);
+    let (caller, thief) = inside(&owned, |pool| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (caller, thief) = smartpool::join(
+            &pool.work,
+            move || {
+                rx.recv_timeout(FAILSAFE).expect("b ran meanwhile");
+                std::thread::current().id()
+            },
+            move || {
+                tx.send(()).unwrap();
+                std::thread::current().id()
+            },
+        );
+        (caller, thief)
+    });
+    assert_ne!(caller, thief, "b ran on the other worker");
+    futures::executor::block_on(owned.close());
+}
+
+/// A stolen `b` that panics: its panic is resumed in the caller, after `a`
+/// finished; a stolen `b` that returns hands its value over.
+#[test]
+fn join_resumes_a_stolen_bs_panic_after_a_finished() {
+    let owned = pool(2);
+    let a_done = inside(&owned, |pool| {
+        let a_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let flag = a_done.clone();
+        let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            smartpool::join(
+                &pool.work,
+                move || {
+                    // `b` has started elsewhere: its sender is gone.
+                    let _ = rx.recv_timeout(FAILSAFE);
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                },
+                move || {
+                    drop(tx);
+                    panic!("b's panic")
+                },
+            )
+        }));
+        let payload = joined.expect_err("b panicked");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"b's panic"));
+        a_done.load(std::sync::atomic::Ordering::SeqCst)
+    });
+    assert!(a_done, "a finished before the panic was resumed");
+    futures::executor::block_on(owned.close());
+}
+
+/// On one worker nobody steals: the caller takes `b` back and runs it
+/// itself, after `a`.
+#[test]
+fn join_on_one_worker_runs_b_on_the_caller_after_a() {
+    let owned = pool(1);
+    let order = inside(&owned, |pool| {
+        let order = std::sync::Mutex::new(Vec::new());
+        let caller = std::thread::current().id();
+        smartpool::join(
+            &pool.work,
+            || {
+                order
+                    .lock()
+                    .unwrap()
+                    .push(("a", std::thread::current().id() == caller))
+            },
+            || {
+                order
+                    .lock()
+                    .unwrap()
+                    .push(("b", std::thread::current().id() == caller))
+            },
+        );
+        order.into_inner().unwrap()
+    });
+    assert_eq!(order, [("a", true), ("b", true)]);
+    futures::executor::block_on(owned.close());
+}

@@ -39,6 +39,8 @@ pub(crate) struct WorkerLocal {
     faulted: Cell<bool>,
     /// The worker's own state about its LIFO slot (see `lifo`).
     pub(crate) lifo: LifoSlot,
+    /// The seat's job deques (see `job`).
+    pub(crate) jobs: super::job::Jobs,
     /// Where the worker's next search round looks at the other workers'
     /// slots (see `lifo::watch::Watch::observe_window`).
     pub(crate) watch_from: Cell<usize>,
@@ -81,6 +83,7 @@ impl WorkerLocal {
         floor: usize,
         reserved: bool,
     ) -> (WorkerLocal, Vec<Stealer<RunningTask>>) {
+        let jobs = super::job::Jobs::new(channels);
         let channels: Box<[LocalChannel]> = (0..channels)
             .map(|_| LocalChannel {
                 deque: Worker::new_fifo(),
@@ -96,6 +99,7 @@ impl WorkerLocal {
                 channels,
                 faulted: Cell::new(false),
                 lifo: LifoSlot::default(),
+                jobs,
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
@@ -431,6 +435,11 @@ impl WorkerLocal {
         local.slice_end.set(None);
         local.idle.set(false);
         local
+    }
+
+    /// The pool's shared state, while a thread is this worker.
+    pub(crate) fn shared(&self) -> Option<&Shared> {
+        self.shared.as_deref()
     }
 
     /// As [`PoolHooks::help_until`].

@@ -3,8 +3,8 @@
 //! that close sweeps (`parked`), the guest seats of threads that drive the
 //! pool without being its workers (`seats`), the link between a channel and its pool
 //! (`link`), the worker context (`context`), which workers are
-//! blocked, for the deadlock check (`blocked`), and the finished tasks'
-//! cells that the pool's submitters free (`dead`).
+//! blocked, for the deadlock check (`blocked`), and the jobs that join
+//! publishes from its caller's stack (`job`).
 //!
 //! Imports only the layers below it (`context`, `sync`, `task`, `lifo`,
 //! `sleep`, `status`); queues, channels, the schedule, the pool and the
@@ -13,6 +13,7 @@
 pub(crate) mod blocked;
 pub(crate) mod close;
 pub(crate) mod context;
+pub(crate) mod job;
 pub(crate) mod link;
 pub(crate) mod meters;
 mod parked;

@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) channels: Box<[ChannelInfo]>,
     /// `[worker][channel]`: steals from each worker's local deques.
     pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
+    /// `[seat][channel]`: steals from each seat's job deques (see `job`).
+    pub(crate) job_stealers: super::job::JobStealers,
     /// Each worker's LIFO slot (see `lifo`).
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
     /// What the idle workers saw of the slots (see `lifo::watch`).

@@ -14,6 +14,13 @@ pub use blocking::block_in_place;
 pub use metrics::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use owned::{Close, CloseReport, CloseTimeout, OwnedPool};
 
+/// What a worker found to run: a queued task, or a job stolen from
+/// another seat (see `core::job`).
+pub(crate) enum Work {
+    Task(RunningTask),
+    Job(JobRef),
+}
+
 use std::fmt;
 use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,6 +29,7 @@ use std::sync::Arc;
 use crate::behavior::PoolBehavior;
 use crate::channel::Channel;
 use crate::core::context::WorkerContext;
+use crate::core::job::JobRef;
 use crate::core::Shared;
 use crate::schedule::Levels;
 use crate::task::{Event, ParkedRegistry, RunningTask, Schedule};
@@ -126,7 +134,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// search goes on to the other channels, and the worker leaves this one
     /// alone for a back-off (see `WorkerLocal::fault`). The task comes back
     /// with `index` recorded as where it came from (`RunningTask::from`).
-    fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<RunningTask> {
+    fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<Work> {
         let status = &self.shared.status;
         let bit = self.shared.channels[index].bit;
         if !status.is_set(bit) || worker.local().is_some_and(|l| l.skips(index)) {
@@ -136,20 +144,29 @@ impl<B: PoolBehavior> Pool<B> {
         if let Some(task) = self.pop(worker, index, &mut panicked) {
             task.set_from(index);
             self.running(worker, index);
-            return Some(task);
+            return Some(Work::Task(task));
         }
         if panicked {
             return None;
+        }
+        if let Some(job) = self.steal_job(worker, index) {
+            self.running(worker, index);
+            return Some(Work::Job(job));
         }
         status.clear(bit);
         // A pusher whose fence came first counts on this second look; if the
         // channel panics in it, set the bit again (a stale set bit is
         // harmless).
-        let Some(task) = self.pop(worker, index, &mut panicked) else {
-            if panicked {
-                status.set(bit);
+        let work = match self.pop(worker, index, &mut panicked) {
+            Some(task) => {
+                task.set_from(index);
+                Work::Task(task)
             }
-            return None;
+            None if panicked => {
+                status.set(bit);
+                return None;
+            }
+            None => Work::Job(self.steal_job(worker, index)?),
         };
         // Announce, not just set: while the bit was clear, a worker leaving
         // idle may have judged "no work remains" from it (see
@@ -158,9 +175,15 @@ impl<B: PoolBehavior> Pool<B> {
         // counter read pair with that worker's: either it sees the bit, or
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
-        task.set_from(index);
         self.running(worker, index);
-        Some(task)
+        Some(work)
+    }
+
+    /// Steals a job of channel `index` from another seat (see `core::job`),
+    /// for a worker.
+    fn steal_job(&self, worker: &WorkerContext<'_>, index: usize) -> Option<JobRef> {
+        let local = worker.local()?;
+        crate::core::job::steal(&self.shared, local.index, index)
     }
 
     /// The worker took a task out of channel `index` to run it: counts it,

@@ -249,6 +249,13 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         close: CloseState::new(threads),
         channels: channels.into(),
         stealers: stealers.into(),
+        job_stealers: (0..seats)
+            .map(|_| {
+                (0..keys.len())
+                    .map(|_| std::sync::OnceLock::new())
+                    .collect()
+            })
+            .collect(),
         lifo: (0..seats).map(|_| Slot::new()).collect(),
         watch: Watch::new(seats),
         parked: Parked::new(),

@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Pool;
+use super::{Pool, Work};
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
@@ -130,7 +130,7 @@ fn search_idle<B: PoolBehavior>(
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
     stop: &dyn Fn() -> bool,
-) -> Option<RunningTask> {
+) -> Option<Work> {
     let shared = &*pool.shared;
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
@@ -154,8 +154,8 @@ fn search_idle<B: PoolBehavior>(
                 && !pool.levels.has_bounds()
                 && pool.levels.admits(&shared.status, cursor, channel)
             {
-                if let Some(task) = pool.take(worker, channel) {
-                    break Some(task);
+                if let Some(work) = pool.take(worker, channel) {
+                    break Some(work);
                 }
             }
         }
@@ -385,7 +385,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let _outer = Nested::save(shared, local);
         shared.meters.running(local.index, index);
         task.set_from(index);
-        execute(pool, None, task);
+        execute_task(pool, None, task);
     }
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
@@ -453,7 +453,7 @@ pub(super) fn find<B: PoolBehavior>(
     pool: &Pool<B>,
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
-) -> Option<RunningTask> {
+) -> Option<Work> {
     let status = &pool.shared.status;
     if let Some(local) = worker.local() {
         if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
@@ -470,7 +470,7 @@ pub(super) fn find<B: PoolBehavior>(
                 // is any: the slot must not keep a worker from it.
                 task.set_from(channel);
                 pool.running(worker, channel);
-                return Some(task);
+                return Some(Work::Task(task));
             } else {
                 behind_queue(pool, local, channel, task);
             }
@@ -487,7 +487,7 @@ pub(super) fn find<B: PoolBehavior>(
             let (channel, task) = pool.shared.lifo[local.index].take()?;
             task.set_from(channel);
             pool.running(worker, channel);
-            Some(task)
+            Some(Work::Task(task))
         });
     if let Some(end) = pool.levels.slice_end(cursor) {
         // Under RoundRobin: the slice the found task runs in (for
@@ -560,6 +560,23 @@ impl Drop for Nested<'_> {
 /// move left behind.
 #[inline(always)]
 pub(super) fn execute<B: PoolBehavior>(
+    pool: &Pool<B>,
+    meters: Option<&SeatMeters>,
+    work: Work,
+) -> bool {
+    match work {
+        Work::Task(task) => execute_task(pool, meters, task),
+        Work::Job(job) => {
+            // A job runs whatever the pool's state: its owner waits for it.
+            job.run();
+            true
+        }
+    }
+}
+
+/// [`execute`] for a task.
+#[inline(always)]
+fn execute_task<B: PoolBehavior>(
     pool: &Pool<B>,
     meters: Option<&SeatMeters>,
     task: RunningTask,

@@ -54,6 +54,26 @@ where
     RA: Send,
     RB: Send,
 {
+    if let Some(link) = channel.link() {
+        if let Some(local) = crate::core::context::current_of(link.pool_id()) {
+            if let Some(shared) = local.shared() {
+                return super::stack::join_on(&local, shared, link.index(), a, b);
+            }
+        }
+    }
+    join_queued(channel, a, b)
+}
+
+/// `join` from a thread that is not a seat of the channel's pool: `b` is
+/// a task.
+fn join_queued<C, A, B, RA, RB>(channel: &C, a: A, b: B) -> (RA, RB)
+where
+    C: Channel + ?Sized,
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
     // `b` waits here until a task takes it: if the pool refuses or drops
     // the task, `b` is still here for the caller.
     let b = Mutex::new(Some(b));

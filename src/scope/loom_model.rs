@@ -226,3 +226,62 @@ mod claim {
         run(false);
     }
 }
+
+/// A stolen job's latch (`stack`): the owner registers and waits (parked,
+/// or helping until its check says done) while the thief writes the result
+/// and sets the latch. The owner always returns (a lost wake-up deadlocks
+/// the model), and the result is visible to it (else loom reports a data
+/// race on the cell). The job's deque is crossbeam's, which loom does not
+/// run: its pop and steal take a job exactly once.
+mod stack_latch {
+    use super::super::stack::JobLatch;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    struct Job {
+        latch: JobLatch,
+        result: UnsafeCell<u32>,
+    }
+
+    fn run(help: fn(&dyn Fn() -> bool) -> bool) {
+        loom::model(move || {
+            let job = Arc::new(Job {
+                latch: JobLatch::new(),
+                result: UnsafeCell::new(0),
+            });
+            let thief = {
+                let job = job.clone();
+                thread::spawn(move || {
+                    // SAFETY: the thief alone writes the result before the
+                    // set; the owner reads it after.
+                    job.result.with_mut(|result| unsafe { *result = 7 });
+                    // SAFETY: the job is alive (the `Arc`).
+                    if let Some(owner) = unsafe { JobLatch::set(&job.latch) } {
+                        owner.unpark();
+                    }
+                })
+            };
+            job.latch.wait(help);
+            assert!(job.latch.is_set());
+            // SAFETY: the latch is set: the thief is done with the cell.
+            assert_eq!(job.result.with(|result| unsafe { *result }), 7);
+            thief.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn a_parked_owner_is_woken_and_sees_the_result() {
+        run(|_| false);
+    }
+
+    #[test]
+    fn a_helping_owner_returns_once_its_check_says_done() {
+        run(|done| {
+            while !done() {
+                thread::yield_now();
+            }
+            true
+        });
+    }
+}

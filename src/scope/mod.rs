@@ -82,6 +82,7 @@ mod handle;
 mod help;
 mod join;
 mod latch;
+mod stack;
 
 pub use handle::ScopedJoinHandle;
 pub use join::join;

@@ -826,7 +826,8 @@ impl<F: Future> TaskCell<F> {
     pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(Stage<'_, F>) -> R) -> R {
         self.stage.with_mut(|data| {
             // SAFETY: exclusive access, by the caller's contract.
-            f(Stage { data: unsafe { &mut *data } })
+            let data = unsafe { &mut *data };
+            f(Stage { data })
         })
     }
 

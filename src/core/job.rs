@@ -1,0 +1,123 @@
+//! Jobs: work that lives on its owner's stack, published on the owner's
+//! job deque for idle workers to steal (rayon's `JobRef`).
+//!
+//! The rule: a published job runs exactly once, by its owner or by the
+//! one thief whose steal took it, and its owner does not return before it
+//! ran. So the job's memory outlives every use, and nothing is lost: a job
+//! that nobody steals is run by its owner.
+//!
+//! Why a job is never stranded: its owner takes it back from its own deque
+//! once its other half is done (see `scope::stack`). Only the owner pops
+//! its deque; a thief steals from the other end. If the owner's pop does
+//! not find the job, a thief has it, and the owner waits for its latch.
+//! The announcement of a job (its channel's status bit and the sleep
+//! protocol's post, as for a task) only brings parallelism: a job that no
+//! idle worker sees in time still runs, on its owner.
+//!
+//! Job deques are per worker seat and per channel, made on a seat's first
+//! job on that channel: a thief looking at a channel steals only that
+//! channel's jobs, so a job runs at its channel's level, as a task does.
+
+use std::cell::OnceCell;
+use std::fmt;
+
+use crossbeam_deque::{Steal, Stealer, Worker};
+
+use super::Shared;
+
+/// A type-erased pointer to a job and the function that runs it.
+pub(crate) struct JobRef {
+    data: *const (),
+    run: unsafe fn(*const ()),
+    channel: usize,
+}
+
+// SAFETY: a `JobRef` only comes from `JobRef::new`, whose contract makes
+// running it from any thread sound; it is run once (`run` takes `self`).
+unsafe impl Send for JobRef {}
+
+impl JobRef {
+    /// A job of channel `channel`, run by `run(data)`.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay valid until `run(data)` returned, and calling
+    /// `run(data)` once, from any thread, must be sound.
+    pub(crate) unsafe fn new(data: *const (), run: unsafe fn(*const ()), channel: usize) -> JobRef {
+        JobRef { data, run, channel }
+    }
+
+    /// Whether this is the job at `data`.
+    pub(crate) fn is(&self, data: *const ()) -> bool {
+        self.data == data
+    }
+
+    /// Runs the job (it catches its own panics).
+    pub(crate) fn run(self) {
+        // SAFETY: `new`'s contract; `self` is consumed, so it runs once.
+        unsafe { (self.run)(self.data) }
+    }
+}
+
+impl fmt::Debug for JobRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobRef")
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A seat's job deques, one per channel, each made on first use.
+pub(crate) struct Jobs {
+    deques: Box<[OnceCell<Worker<JobRef>>]>,
+}
+
+impl Jobs {
+    pub(crate) fn new(channels: usize) -> Jobs {
+        Jobs {
+            deques: (0..channels).map(|_| OnceCell::new()).collect(),
+        }
+    }
+
+    /// Publishes `job` on seat `seat`'s deque of its channel, then
+    /// announces it as a task push is announced.
+    pub(crate) fn push(&self, shared: &Shared, seat: usize, job: JobRef) {
+        let channel = job.channel;
+        let deque = self.deques[channel].get_or_init(|| {
+            let deque = Worker::new_lifo();
+            // Only this seat makes its deques: set once.
+            let _ = shared.job_stealers[seat][channel].set(deque.stealer());
+            deque
+        });
+        deque.push(job);
+        shared.pushed(channel);
+    }
+
+    /// Takes the newest job of `channel` back, if any is left.
+    pub(crate) fn pop(&self, channel: usize) -> Option<JobRef> {
+        self.deques[channel].get()?.pop()
+    }
+}
+
+/// Steals the oldest job of `channel` from the other seats, starting with
+/// the right-hand neighbour of seat `seat`.
+pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobRef> {
+    let seats = shared.job_stealers.len();
+    for k in 1..seats {
+        let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() else {
+            continue;
+        };
+        loop {
+            match stealer.steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+    }
+    None
+}
+
+/// `[seat][channel]`: the stealers of each seat's job deques, set as they
+/// are made.
+pub(crate) type JobStealers = Box<[Box<[std::sync::OnceLock<Stealer<JobRef>>]>]>;

@@ -1,0 +1,211 @@
+//! `join` on a seat of the channel's pool: `b` is a job on the caller's
+//! stack (rayon's `StackJob`), not a task.
+//!
+//! The rule: the caller publishes `b` on its seat's job deque, runs `a`,
+//! then takes `b` back and runs it, unless a thief stole it; then it waits
+//! for `b`'s latch. Nothing is allocated, nothing is counted towards close.
+//!
+//! Why the job's memory outlives every use: the job lives in `join_on`'s
+//! frame, and `join_on` returns only after the job ran, on the caller
+//! (taken back) or on its thief (latch set). The thief copies what it
+//! needs to wake the caller before it sets the latch, and touches nothing
+//! of the job after.
+//!
+//! Why the caller finds `b` if nobody stole it: between the push and the
+//! pop, `a` runs on this thread, and every `join` inside it takes its own
+//! job off the deque before it returns. So `b` is on top, or gone.
+//!
+//! # The latch
+//!
+//! `UNSET → WAITING` by the owner, once, after it wrote its thread into
+//! the latch; `→ SET` by the thief, once. A thief that finds `UNSET` sets
+//! the latch in one exchange and wakes nobody: the owner's own exchange
+//! then fails, and it does not wait. A thief that finds `WAITING` clones
+//! the owner's thread first (the owner cannot leave before `SET`), then
+//! stores `SET`, then wakes the owner both ways it may wait: through its
+//! seat (helping, in the sleep protocol, whose final check reads the latch
+//! under the seat's lock) and by unparking its thread (parked, when it
+//! cannot help). `loom_model` checks it.
+//!
+//! While it waits, the owner helps as any waiting worker does: it runs
+//! queued tasks and steals jobs, as rayon's `join` does. It is not yet
+//! isolated: what it runs need not belong to `b`.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::thread::Result as ThreadResult;
+
+use crate::core::context::WorkerLocal;
+use crate::core::job::JobRef;
+use crate::core::Shared;
+use crate::sync::{park, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
+
+const UNSET: u8 = 0;
+const WAITING: u8 = 1;
+const SET: u8 = 2;
+
+/// What a stolen job's owner waits on.
+pub(super) struct JobLatch {
+    state: AtomicU8,
+    /// The owner's thread: written by the owner before `WAITING`, read by
+    /// the thief only after it saw `WAITING`.
+    owner: UnsafeCell<Option<Thread>>,
+}
+
+impl JobLatch {
+    pub(super) fn new() -> JobLatch {
+        JobLatch {
+            state: AtomicU8::new(UNSET),
+            owner: UnsafeCell::new(None),
+        }
+    }
+
+    /// Whether the latch is set (acquire: what the thief did before is
+    /// visible).
+    pub(super) fn is_set(&self) -> bool {
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// The owner's wait: registers, then calls `help` with the latch's
+    /// check, which returns `true` once the latch is set, or `false` if it
+    /// cannot help; then parks until the latch is set.
+    pub(super) fn wait(&self, help: impl FnOnce(&dyn Fn() -> bool) -> bool) {
+        let me = thread_current();
+        // SAFETY: the thief reads the slot only once it sees `WAITING`,
+        // which the exchange below publishes after this write.
+        self.owner.with_mut(|owner| unsafe { *owner = Some(me) });
+        if self
+            .state
+            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        if help(&|| self.is_set()) {
+            return;
+        }
+        while !self.is_set() {
+            park();
+        }
+    }
+
+    /// The thief's set. Returns the owner's thread if it waits: the caller
+    /// wakes it (and its seat) with what it copied before, since the latch
+    /// may be gone once set.
+    ///
+    /// # Safety
+    ///
+    /// `this` is live when the call begins. (A pointer, not a reference:
+    /// the latch may be freed before the call returns.)
+    pub(super) unsafe fn set(this: *const JobLatch) -> Option<Thread> {
+        // SAFETY: live until the latch is set, by the contract.
+        let state = unsafe { &(*this).state };
+        if state
+            .compare_exchange(UNSET, SET, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return None;
+        }
+        // `WAITING` (acquire): the owner wrote its thread and waits for
+        // `SET`, so the latch is alive and the slot stable.
+        // SAFETY: as just said.
+        let owner = unsafe { (*this).owner.with_mut(|owner| (*owner).clone()) };
+        state.store(SET, Ordering::Release);
+        owner
+    }
+}
+
+/// `b`, its result, and the latch its owner waits on.
+struct StackJob<F, R> {
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<ThreadResult<R>>>,
+    latch: JobLatch,
+    /// The owner's pool (alive while the thief, one of its workers, runs)
+    /// and seat: where a thief rouses the owner.
+    shared: *const Shared,
+    seat: usize,
+}
+
+impl<F, R> StackJob<F, R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    /// Runs the job at `data` on a thief.
+    ///
+    /// # Safety
+    ///
+    /// `data` points to a live `StackJob<F, R>` that its owner published
+    /// and did not take back: the thief is the only party touching its
+    /// closure and result until the latch is set.
+    unsafe fn run_stolen(data: *const ()) {
+        let job = data.cast::<StackJob<F, R>>();
+        // SAFETY: the thief alone touches the closure and the result, and
+        // the job is alive until its latch is set.
+        let func = unsafe { (*job).func.with_mut(|func| (*func).take()) };
+        let result = catch_unwind(AssertUnwindSafe(func.expect("a job runs once")));
+        // SAFETY: as above; the owner reads it after the latch's acquire.
+        unsafe { (*job).result.with_mut(|slot| *slot = Some(result)) };
+        // SAFETY: as above; after the set only the copies are used.
+        let (shared, seat) = unsafe { ((*job).shared, (*job).seat) };
+        // SAFETY: the latch is live until set.
+        if let Some(owner) = unsafe { JobLatch::set(std::ptr::addr_of!((*job).latch)) } {
+            // SAFETY: the pool outlives its workers, this thread among them.
+            unsafe { (*shared).sleep.rouse(seat) };
+            owner.unpark();
+        }
+    }
+}
+
+/// `join` on `local`, a seat of the pool of channel `channel`.
+pub(super) fn join_on<A, B, RA, RB>(
+    local: &WorkerLocal,
+    shared: &Shared,
+    channel: usize,
+    a: A,
+    b: B,
+) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job = StackJob {
+        func: UnsafeCell::new(Some(b)),
+        result: UnsafeCell::new(None),
+        latch: JobLatch::new(),
+        shared,
+        seat: local.index,
+    };
+    let data = std::ptr::addr_of!(job).cast::<()>();
+    // SAFETY: `job` lives until this function returns, which it does only
+    // once the job ran (taken back below, or its latch set); its closure
+    // and result are `Send`.
+    let job_ref = unsafe { JobRef::new(data, StackJob::<B, RB>::run_stolen, channel) };
+    local.jobs.push(shared, local.index, job_ref);
+    let ra = catch_unwind(AssertUnwindSafe(a));
+    let rb = match local.jobs.pop(channel) {
+        Some(top) if top.is(data) => {
+            // Not stolen: ours again.
+            // SAFETY: taken back: nobody else can reach the job.
+            let b = job.func.with_mut(|func| unsafe { (*func).take() });
+            catch_unwind(AssertUnwindSafe(b.expect("a job runs once")))
+        }
+        other => {
+            // Stolen: an older job, if any, goes back on top, untouched.
+            if let Some(older) = other {
+                local.jobs.push(shared, local.index, older);
+            }
+            job.latch.wait(|done| local.help_until(done));
+            // SAFETY: the latch is set (acquire): the thief wrote the
+            // result and touches the job no more.
+            let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });
+            rb.expect("a stolen job ran")
+        }
+    };
+    match (ra, rb) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        // `a`'s panic if both panicked, as rayon.
+        (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
+    }
+}
