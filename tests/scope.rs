@@ -481,3 +481,112 @@ fn siblings_that_each_wait_nest_and_finish_on_one_thread() {
     assert_eq!(done.unwrap(), siblings);
     block_on(owned.close());
 }
+
+/// `Scope::spawn` (rayon's): closures that borrow the stack, from outside
+/// the pool and from inside a task, on 1 and 2 threads, nesting spawns
+/// from spawned closures; all ran once `scope` returns.
+#[test]
+fn spawned_closures_borrow_the_stack_and_all_run() {
+    for threads in [1, 2] {
+        let owned = OwnedPool::new(TwoLevels::new(threads)).unwrap();
+        let pool = owned.pool.clone();
+        let frame = |pool: &Pool<TwoLevels>| {
+            let mut cells = vec![0usize; scaled(500)];
+            let nested = AtomicUsize::new(0);
+            smartpool::scope(|s| {
+                for (i, cell) in cells.iter_mut().enumerate() {
+                    let nested = &nested;
+                    s.spawn(&pool.low, move || {
+                        *cell = i + 1;
+                        if i % 10 == 0 {
+                            s.spawn(&pool.high, move || {
+                                nested.fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    });
+                }
+            });
+            let n = cells.len();
+            assert!(cells.iter().enumerate().all(|(i, &c)| c == i + 1));
+            assert_eq!(nested.into_inner(), n.div_ceil(10));
+        };
+        frame(&pool);
+        let (tx, rx) = mpsc::channel();
+        let inner = pool.clone();
+        drop(pool.low.exec(run(move || {
+            frame(&inner);
+            tx.send(()).unwrap();
+        })));
+        rx.recv_timeout(FAILSAFE)
+            .expect("the frame inside a task ended");
+        assert!(common::close_within(owned, FAILSAFE));
+    }
+}
+
+/// A spawned closure's panic is resumed by `scope` after every closure ran;
+/// the other closures still run.
+#[test]
+fn a_spawned_closures_panic_is_resumed_after_the_others_ran() {
+    let owned = OwnedPool::new(TwoLevels::new(2)).unwrap();
+    let pool = owned.pool.clone();
+    let ran = AtomicUsize::new(0);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        smartpool::scope(|s| {
+            for i in 0..20 {
+                let ran = &ran;
+                s.spawn(&pool.low, move || {
+                    if i == 7 {
+                        panic!("spawned panic");
+                    }
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        })
+    }));
+    let payload = result.expect_err("the panic is resumed");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"spawned panic"));
+    assert_eq!(ran.load(Ordering::SeqCst), 19);
+    assert!(common::close_within(owned, FAILSAFE));
+}
+
+/// Close waits for spawned closures, even on a channel that is not
+/// `complete_on_close`; on a closed pool, `spawn` runs the closure on the
+/// caller.
+#[test]
+fn close_waits_for_spawned_closures_and_a_closed_pool_runs_them_here() {
+    let owned = OwnedPool::new(TwoLevels::lifo(1, (false, false))).unwrap();
+    let pool = owned.pool.clone();
+    let gate = Gate::new();
+    let done = AtomicUsize::new(0);
+    let (spawned, all_spawned) = mpsc::channel();
+    std::thread::scope(|threads| {
+        let spawner = threads.spawn(|| {
+            smartpool::scope(|s| {
+                for _ in 0..3 {
+                    let (gate, done) = (&gate, &done);
+                    s.spawn(&pool.low, move || {
+                        gate.wait();
+                        done.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+                spawned.send(()).unwrap();
+            });
+        });
+        // Close begins (at the call) with the three closures spawned, held
+        // on the gate.
+        all_spawned.recv_timeout(FAILSAFE).expect("spawned");
+        let close = owned.close();
+        gate.open();
+        block_on(close);
+        assert_eq!(done.load(Ordering::SeqCst), 3, "close waited for them");
+        spawner.join().unwrap();
+    });
+    let caller = std::thread::current().id();
+    let ran_on = Mutex::new(None);
+    smartpool::scope(|s| {
+        s.spawn(&pool.low, || {
+            *ran_on.lock().unwrap() = Some(std::thread::current().id())
+        });
+    });
+    assert_eq!(*ran_on.lock().unwrap(), Some(caller));
+}

@@ -113,7 +113,7 @@ const TASKS: usize = 1_000;
 fn frame_ours(pool: &Pool<Flat>, task: Duration) {
     smartpool::scope(|s| {
         for _ in 0..TASKS {
-            s.exec(&pool.work, run(move || work(task)));
+            s.spawn(&pool.work, move || work(task));
         }
     });
 }

@@ -17,11 +17,15 @@
 //! Job deques are per worker seat and per channel, made on a seat's first
 //! job on that channel: a thief looking at a channel steals only that
 //! channel's jobs, so a job runs at its channel's level, as a task does.
+//! A thread that is no seat of the pool publishes on the channel's job
+//! injector (a scope's `spawn` from outside). Such a job's owner is not
+//! there to take it back: it holds a count towards close, so the pool
+//! does not terminate before a seat ran it.
 
 use std::cell::OnceCell;
 use std::fmt;
 
-use crossbeam_deque::{Steal, Stealer, Worker};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::Shared;
 
@@ -99,8 +103,19 @@ impl Jobs {
     }
 }
 
+/// Publishes `job` from a thread that is no seat of the pool, on its
+/// channel's job injector, then announces it as a task push is announced.
+pub(crate) fn inject(shared: &Shared, job: JobRef) {
+    let channel = job.channel;
+    shared.job_injectors[channel]
+        .get_or_init(Injector::new)
+        .push(job);
+    shared.pushed(channel);
+}
+
 /// Steals the oldest job of `channel` from the other seats, starting with
-/// the right-hand neighbour of seat `seat`.
+/// the right-hand neighbour of seat `seat`, then from the channel's
+/// injector.
 pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobRef> {
     let seats = shared.job_stealers.len();
     for k in 1..seats {
@@ -115,9 +130,32 @@ pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobR
             }
         }
     }
-    None
+    let injector = shared.job_injectors[channel].get()?;
+    loop {
+        match injector.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
+    }
+}
+
+/// Whether any seat's deque or the injector of `channel` holds a job
+/// (a worker leaving idle asks, see `Sleep::work_found`).
+pub(crate) fn any(shared: &Shared, channel: usize) -> bool {
+    shared.job_stealers.iter().any(|seat| {
+        seat[channel]
+            .get()
+            .is_some_and(|stealer| !stealer.is_empty())
+    }) || shared.job_injectors[channel]
+        .get()
+        .is_some_and(|injector| !injector.is_empty())
 }
 
 /// `[seat][channel]`: the stealers of each seat's job deques, set as they
 /// are made.
 pub(crate) type JobStealers = Box<[Box<[std::sync::OnceLock<Stealer<JobRef>>]>]>;
+
+/// Per channel: the jobs published from outside the pool, made on first
+/// use.
+pub(crate) type JobInjectors = Box<[std::sync::OnceLock<Injector<JobRef>>]>;

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
     /// `[seat][channel]`: steals from each seat's job deques (see `job`).
     pub(crate) job_stealers: super::job::JobStealers,
+    /// Per channel: jobs published from outside the pool (see `job`).
+    pub(crate) job_injectors: super::job::JobInjectors,
     /// Each worker's LIFO slot (see `lifo`).
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
     /// What the idle workers saw of the slots (see `lifo::watch`).

@@ -149,8 +149,8 @@ impl<B: PoolBehavior> Pool<B> {
         if panicked {
             return None;
         }
+        // (A job is not counted as a task taken: it was never submitted.)
         if let Some(job) = self.steal_job(worker, index) {
-            self.running(worker, index);
             return Some(Work::Job(job));
         }
         status.clear(bit);
@@ -160,6 +160,7 @@ impl<B: PoolBehavior> Pool<B> {
         let work = match self.pop(worker, index, &mut panicked) {
             Some(task) => {
                 task.set_from(index);
+                self.running(worker, index);
                 Work::Task(task)
             }
             None if panicked => {
@@ -175,15 +176,19 @@ impl<B: PoolBehavior> Pool<B> {
         // counter read pair with that worker's: either it sees the bit, or
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
-        self.running(worker, index);
         Some(work)
     }
 
-    /// Steals a job of channel `index` from another seat (see `core::job`),
-    /// for a worker.
+    /// A job of channel `index` for a worker (see `core::job`): the newest
+    /// of its own seat (a scope's spawn it left, or a `join`'s of a frame
+    /// below: it then runs nested, as rayon's waits do), else the oldest
+    /// of another seat's.
     fn steal_job(&self, worker: &WorkerContext<'_>, index: usize) -> Option<JobRef> {
         let local = worker.local()?;
-        crate::core::job::steal(&self.shared, local.index, index)
+        local
+            .jobs
+            .pop(index)
+            .or_else(|| crate::core::job::steal(&self.shared, local.index, index))
     }
 
     /// The worker took a task out of channel `index` to run it: counts it,
@@ -259,15 +264,16 @@ impl<B: PoolBehavior> Pool<B> {
         let status = &self.shared.status;
         channels.any(|index| {
             status.is_set(self.shared.channels[index].bit)
-                && catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
-                    .unwrap_or_else(|panic| {
-                        log::error!(
+                && (crate::core::job::any(&self.shared, index)
+                    || catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
+                        .unwrap_or_else(|panic| {
+                            log::error!(
                             "smartpool: channel {} panicked in may_have_tasks: {}; taken as yes",
                             self.shared.channels[index].name,
                             crate::contain::panic_message(&*panic)
                         );
-                        true
-                    })
+                            true
+                        }))
         })
     }
 

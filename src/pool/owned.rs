@@ -256,6 +256,9 @@ fn build_shared<K: Copy + std::fmt::Debug>(
                     .collect()
             })
             .collect(),
+        job_injectors: (0..keys.len())
+            .map(|_| std::sync::OnceLock::new())
+            .collect(),
         lifo: (0..seats).map(|_| Slot::new()).collect(),
         watch: Watch::new(seats),
         parked: Parked::new(),

@@ -95,7 +95,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::channel::{Channel, Exec, Rejected};
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 use latch::CountLatch;
 
 /// The shared part of a scope: its latch, its first task panic, and the
@@ -108,6 +108,9 @@ struct ScopeState {
     waiter_pool: Option<usize>,
     /// Claims of tasks submitted to `waiter_pool`, newest last.
     pending: Mutex<Vec<Arc<claim::Claim>>>,
+    /// The channel of the waiter's pool that the body's last `spawn` went
+    /// to, plus one (0: none): the waiter runs its jobs first.
+    spawned_on: AtomicUsize,
 }
 
 impl fmt::Debug for ScopeState {
@@ -159,6 +162,26 @@ impl ScopeState {
     /// Keeps the first panic of a task; later ones are logged and dropped.
     /// Never unwinds (the logger and the payload's drop are user code), so
     /// a task's `finish` always fills its slot.
+    /// On the waiter's seat: runs the jobs left on its deque of the
+    /// channel the body spawned on, newest first, until the scope's count
+    /// reaches 0 or the deque is empty (a job of an enclosing `join` found
+    /// there runs too: it is a job like any, and its owner finds it done).
+    fn run_spawned(&self) {
+        let Some(channel) = self.spawned_on.load(Ordering::Relaxed).checked_sub(1) else {
+            return;
+        };
+        let Some(local) = crate::core::context::current() else {
+            return;
+        };
+        while !self.latch.is_open() {
+            let Some(job) = local.jobs.pop(channel) else {
+                break;
+            };
+            // (A job catches its own panics.)
+            job.run();
+        }
+    }
+
     fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
         let mut first = lock(&self.panic);
         if first.is_none() {
@@ -293,12 +316,14 @@ where
             panic: Mutex::new(None),
             waiter_pool: help::current().map(|help| help.pool_id()),
             pending: Mutex::new(Vec::new()),
+            spawned_on: AtomicUsize::new(0),
         }),
         scope: PhantomData,
         env: PhantomData,
     };
     let result = catch_unwind(AssertUnwindSafe(|| body(&scope)));
     scope.state.latch.count_down();
+    scope.state.run_spawned();
     scope.state.run_own();
     scope.state.latch.wait();
     // Every task has ended: the panic slot is final.
@@ -355,6 +380,63 @@ impl<'scope> Scope<'scope, '_> {
             }
         }
         handle
+    }
+
+    /// Runs `func` on `channel`, as rayon's `Scope::spawn` does: no
+    /// handle, and no task. On a worker of `channel`'s pool (inside one of
+    /// its tasks, or a `join`), `func` is a job on that worker's deque,
+    /// which idle workers steal and the scope's waiter runs itself; from
+    /// any other thread it is a task of `channel`. A panic in `func` is
+    /// resumed by [`scope`] once every task ended. If the pool is closing,
+    /// `func` runs on the caller.
+    ///
+    /// ```
+    /// # use smartpool::prelude::*;
+    /// # #[derive(Copy, Clone, Eq, PartialEq, Hash, Debug)] struct Only;
+    /// # struct B { work: VecDequeChannel }
+    /// # impl PoolBehavior for B {
+    /// #     type ChannelKey = Only;
+    /// #     fn config(&self) -> PoolConfig<Only> { PoolConfig { threads: 2,
+    /// #         schedule: ScheduleAlgorithm::HighestFirst,
+    /// #         levels: vec![vec![ChannelParams { key: Only, complete_on_close: true }]] } }
+    /// #     fn channel(&self, _: Only) -> &dyn Channel { &self.work }
+    /// #     fn followup(&self, from: Only, task: RunningTask) { self.channel(from).submit(task) }
+    /// # }
+    /// # let owned = OwnedPool::new(B { work: VecDequeChannel::new() }).unwrap();
+    /// # let pool = &owned.pool;
+    /// let mut parts = [0u64; 4];
+    /// smartpool::scope(|s| {
+    ///     for (i, part) in parts.iter_mut().enumerate() {
+    ///         s.spawn(&pool.work, move || *part = i as u64 * 10);
+    ///     }
+    /// });
+    /// assert_eq!(parts, [0, 10, 20, 30]);
+    /// ```
+    pub fn spawn<C, F>(&'scope self, channel: &C, func: F)
+    where
+        C: Channel + ?Sized,
+        F: FnOnce() + Send + 'scope,
+    {
+        let Some(link) = channel.link() else {
+            // A channel of no pool refuses the task; `func` runs here.
+            drop(self.exec(channel, crate::run::run(func)));
+            return;
+        };
+        self.state.latch.add();
+        let local = crate::core::context::current_of(link.pool_id());
+        if local.is_some() && self.state.waiter_pool == Some(link.pool_id()) {
+            let on = link.index() + 1;
+            if self.state.spawned_on.load(Ordering::Relaxed) != on {
+                self.state.spawned_on.store(on, Ordering::Relaxed);
+            }
+        }
+        stack::spawn_on(
+            local.as_deref(),
+            &link.shared,
+            link.index(),
+            &self.state,
+            func,
+        );
     }
 
     /// Like [`Scope::exec`], but gives the future back if the pool is

@@ -34,6 +34,9 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
 
+use std::sync::Arc;
+
+use super::ScopeState;
 use crate::core::context::WorkerLocal;
 use crate::core::job::JobRef;
 use crate::core::Shared;
@@ -80,8 +83,19 @@ impl JobLatch {
         {
             return;
         }
-        if help(&|| self.is_set()) {
-            return;
+        // Helping runs the pool's work; what unwinds out of it (a
+        // behavior's `channel`) must not end the wait while the thief may
+        // still write the job: it is logged, and the owner parks instead.
+        match catch_unwind(AssertUnwindSafe(|| help(&|| self.is_set()))) {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(panic) => {
+                log::error!(
+                    "smartpool: a panic while a join's caller helped its pool: {}; waiting on",
+                    crate::contain::panic_message(&*panic)
+                );
+                crate::contain::drop_contained(panic, "a panic payload's drop");
+            }
         }
         while !self.is_set() {
             park();
@@ -207,5 +221,79 @@ where
         (Ok(ra), Ok(rb)) => (ra, rb),
         // `a`'s panic if both panicked, as rayon.
         (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
+    }
+}
+
+/// A closure spawned in a scope, on the heap, published as a job: the
+/// scope's count and a count towards close come with it, so neither the
+/// scope nor close ends before it ran.
+struct HeapJob<F> {
+    func: F,
+    scope: Arc<ScopeState>,
+    /// The pool, alive while the job's count is held: released after the
+    /// run.
+    shared: *const Shared,
+}
+
+impl<F: FnOnce() + Send> HeapJob<F> {
+    /// Runs the job at `data` and frees it.
+    ///
+    /// # Safety
+    ///
+    /// `data` comes from `Box::into_raw` in [`spawn_on`], and runs once.
+    unsafe fn run(data: *const ()) {
+        // SAFETY: by the contract.
+        let job = unsafe { Box::from_raw(data.cast_mut().cast::<HeapJob<F>>()) };
+        let HeapJob {
+            func,
+            scope,
+            shared,
+        } = *job;
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
+            scope.record_panic(panic);
+        }
+        scope.latch.count_down();
+        // SAFETY: the count keeps the pool from terminating, so its shared
+        // state alive, until this release.
+        unsafe { (*shared).release_counted() };
+    }
+}
+
+/// `Scope::spawn` on channel `channel` of the pool of `shared`, from
+/// `local` if it is one of the pool's seats (on its deque), else from
+/// outside (on the channel's job injector). The scope's count is already
+/// taken. If the pool refuses new work (it is closing), `func` runs here.
+pub(super) fn spawn_on<F>(
+    local: Option<&WorkerLocal>,
+    shared: &Shared,
+    channel: usize,
+    scope: &Arc<ScopeState>,
+    func: F,
+) where
+    F: FnOnce() + Send,
+{
+    // Counted towards close whatever the channel's close policy: a job
+    // cannot be dropped unrun, so close waits for it to run.
+    if !shared.close.admit() {
+        shared.release_counted();
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
+            scope.record_panic(panic);
+        }
+        scope.latch.count_down();
+        return;
+    }
+    let job = Box::new(HeapJob {
+        func,
+        scope: scope.clone(),
+        shared,
+    });
+    let data = Box::into_raw(job).cast_const().cast::<()>();
+    // SAFETY: the box is freed by its one run. What `func` borrows outlives
+    // it: the scope does not return before its count, which the run gives
+    // back last but the close count, reaches 0.
+    let job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel) };
+    match local {
+        Some(local) => local.jobs.push(shared, local.index, job_ref),
+        None => crate::core::job::inject(shared, job_ref),
     }
 }

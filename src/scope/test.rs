@@ -19,6 +19,7 @@ fn state() -> Arc<ScopeState> {
         panic: Mutex::new(None),
         waiter_pool: None,
         pending: Mutex::new(Vec::new()),
+        spawned_on: crate::sync::AtomicUsize::new(0),
     })
 }
 
