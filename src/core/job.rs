@@ -24,6 +24,7 @@
 
 use std::cell::OnceCell;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
@@ -88,6 +89,7 @@ impl Jobs {
     pub(crate) fn push(&self, shared: &Shared, seat: usize, job: JobRef) {
         let channel = job.channel;
         let deque = self.deques[channel].get_or_init(|| {
+            shared.job_used[channel].store(true, Ordering::Relaxed);
             let deque = Worker::new_lifo();
             // Only this seat makes its deques: set once.
             let _ = shared.job_stealers[seat][channel].set(deque.stealer());
@@ -108,7 +110,10 @@ impl Jobs {
 pub(crate) fn inject(shared: &Shared, job: JobRef) {
     let channel = job.channel;
     shared.job_injectors[channel]
-        .get_or_init(Injector::new)
+        .get_or_init(|| {
+            shared.job_used[channel].store(true, Ordering::Relaxed);
+            Injector::new()
+        })
         .push(job);
     shared.pushed(channel);
 }
@@ -117,6 +122,9 @@ pub(crate) fn inject(shared: &Shared, job: JobRef) {
 /// the right-hand neighbour of seat `seat`, then from the channel's
 /// injector.
 pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobRef> {
+    if !used(shared, channel) {
+        return None;
+    }
     let seats = shared.job_stealers.len();
     for k in 1..seats {
         let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() else {
@@ -143,13 +151,24 @@ pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobR
 /// Whether any seat's deque or the injector of `channel` holds a job
 /// (a worker leaving idle asks, see `Sleep::work_found`).
 pub(crate) fn any(shared: &Shared, channel: usize) -> bool {
-    shared.job_stealers.iter().any(|seat| {
-        seat[channel]
+    used(shared, channel)
+        && shared.job_stealers.iter().any(|seat| {
+            seat[channel]
+                .get()
+                .is_some_and(|stealer| !stealer.is_empty())
+        })
+        || shared.job_injectors[channel]
             .get()
-            .is_some_and(|stealer| !stealer.is_empty())
-    }) || shared.job_injectors[channel]
-        .get()
-        .is_some_and(|injector| !injector.is_empty())
+            .is_some_and(|injector| !injector.is_empty())
+}
+
+/// Whether a job was ever published on `channel` (one relaxed load: the
+/// paths of a pool that runs no `join` stay as they were; the deque or
+/// injector that holds the job is made, flag set, before the push, and a
+/// look that misses the flag misses the job as it would miss the push).
+#[inline]
+pub(crate) fn used(shared: &Shared, channel: usize) -> bool {
+    shared.job_used[channel].load(Ordering::Relaxed)
 }
 
 /// `[seat][channel]`: the stealers of each seat's job deques, set as they
@@ -159,3 +178,6 @@ pub(crate) type JobStealers = Box<[Box<[std::sync::OnceLock<Stealer<JobRef>>]>]>
 /// Per channel: the jobs published from outside the pool, made on first
 /// use.
 pub(crate) type JobInjectors = Box<[std::sync::OnceLock<Injector<JobRef>>]>;
+
+/// Per channel: whether a job was ever published there (see [`used`]).
+pub(crate) type JobUsed = Box<[AtomicBool]>;

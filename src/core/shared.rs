@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     pub(crate) job_stealers: super::job::JobStealers,
     /// Per channel: jobs published from outside the pool (see `job`).
     pub(crate) job_injectors: super::job::JobInjectors,
+    /// Per channel: whether a job was ever published there.
+    pub(crate) job_used: super::job::JobUsed,
     /// Each worker's LIFO slot (see `lifo`).
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
     /// What the idle workers saw of the slots (see `lifo::watch`).

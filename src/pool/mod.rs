@@ -184,6 +184,9 @@ impl<B: PoolBehavior> Pool<B> {
     /// below: it then runs nested, as rayon's waits do), else the oldest
     /// of another seat's.
     fn steal_job(&self, worker: &WorkerContext<'_>, index: usize) -> Option<JobRef> {
+        if !crate::core::job::used(&self.shared, index) {
+            return None;
+        }
         let local = worker.local()?;
         local
             .jobs

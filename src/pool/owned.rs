@@ -259,6 +259,7 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         job_injectors: (0..keys.len())
             .map(|_| std::sync::OnceLock::new())
             .collect(),
+        job_used: (0..keys.len()).map(|_| Default::default()).collect(),
         lifo: (0..seats).map(|_| Slot::new()).collect(),
         watch: Watch::new(seats),
         parked: Parked::new(),
