@@ -41,6 +41,10 @@ pub(crate) struct WorkerLocal {
     pub(crate) lifo: LifoSlot,
     /// The seat's job deques (see `job`).
     pub(crate) jobs: super::job::Jobs,
+    /// A job the worker's search took, to run next (see `Pool::take`), and
+    /// whether there is one (one load to check on the search's path).
+    stolen: Cell<Option<super::job::JobRef>>,
+    holding: Cell<bool>,
     /// Where the worker's next search round looks at the other workers'
     /// slots (see `lifo::watch::Watch::observe_window`).
     pub(crate) watch_from: Cell<usize>,
@@ -100,6 +104,8 @@ impl WorkerLocal {
                 faulted: Cell::new(false),
                 lifo: LifoSlot::default(),
                 jobs,
+                stolen: Cell::new(None),
+                holding: Cell::new(false),
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
@@ -435,6 +441,34 @@ impl WorkerLocal {
         local.slice_end.set(None);
         local.idle.set(false);
         local
+    }
+
+    /// Whether the worker's search took a job it has not run yet.
+    #[inline]
+    pub(crate) fn holds_job(&self) -> bool {
+        self.holding.get()
+    }
+
+    /// Puts `job` in the worker's hands, to run once its search returns.
+    pub(crate) fn hold_job(&self, job: super::job::JobRef) {
+        self.stolen.set(Some(job));
+        self.holding.set(true);
+    }
+
+    /// Runs the job the worker's search took, if any; returns whether
+    /// there was one. A job runs whatever the pool's state: its owner
+    /// waits for it.
+    pub(crate) fn run_stolen(&self) -> bool {
+        if !self.holding.replace(false) {
+            return false;
+        }
+        match self.stolen.take() {
+            Some(job) => {
+                job.run();
+                true
+            }
+            None => false,
+        }
     }
 
     /// The pool's shared state, while a thread is this worker.

@@ -14,13 +14,6 @@ pub use blocking::block_in_place;
 pub use metrics::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use owned::{Close, CloseReport, CloseTimeout, OwnedPool};
 
-/// What a worker found to run: a queued task, or a job stolen from
-/// another seat (see `core::job`).
-pub(crate) enum Work {
-    Task(RunningTask),
-    Job(JobRef),
-}
-
 use std::fmt;
 use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -29,7 +22,6 @@ use std::sync::Arc;
 use crate::behavior::PoolBehavior;
 use crate::channel::Channel;
 use crate::core::context::WorkerContext;
-use crate::core::job::JobRef;
 use crate::core::Shared;
 use crate::schedule::Levels;
 use crate::task::{Event, ParkedRegistry, RunningTask, Schedule};
@@ -134,41 +126,37 @@ impl<B: PoolBehavior> Pool<B> {
     /// search goes on to the other channels, and the worker leaves this one
     /// alone for a back-off (see `WorkerLocal::fault`). The task comes back
     /// with `index` recorded as where it came from (`RunningTask::from`).
-    fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<Work> {
+    fn take(&self, worker: &WorkerContext<'_>, index: usize) -> Option<RunningTask> {
         let status = &self.shared.status;
         let bit = self.shared.channels[index].bit;
-        if !status.is_set(bit) || worker.local().is_some_and(|l| l.skips(index)) {
+        if !status.is_set(bit)
+            || worker
+                .local()
+                .is_some_and(|l| l.skips(index) || l.holds_job())
+        {
             return None;
         }
         let mut panicked = false;
         if let Some(task) = self.pop(worker, index, &mut panicked) {
             task.set_from(index);
             self.running(worker, index);
-            return Some(Work::Task(task));
+            return Some(task);
         }
-        if panicked {
+        if panicked || self.steal_job(worker, index) {
             return None;
-        }
-        // (A job is not counted as a task taken: it was never submitted.)
-        if let Some(job) = self.steal_job(worker, index) {
-            return Some(Work::Job(job));
         }
         status.clear(bit);
         // A pusher whose fence came first counts on this second look; if the
         // channel panics in it, set the bit again (a stale set bit is
         // harmless).
-        let work = match self.pop(worker, index, &mut panicked) {
-            Some(task) => {
-                task.set_from(index);
-                self.running(worker, index);
-                Work::Task(task)
-            }
-            None if panicked => {
-                status.set(bit);
-                return None;
-            }
-            None => Work::Job(self.steal_job(worker, index)?),
-        };
+        let task = self.pop(worker, index, &mut panicked);
+        if panicked {
+            status.set(bit);
+            return None;
+        }
+        if task.is_none() && !self.steal_job(worker, index) {
+            return None;
+        }
         // Announce, not just set: while the bit was clear, a worker leaving
         // idle may have judged "no work remains" from it (see
         // `Sleep::work_found`) although more than this one task was pushed
@@ -176,22 +164,37 @@ impl<B: PoolBehavior> Pool<B> {
         // counter read pair with that worker's: either it sees the bit, or
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
-        Some(work)
+        let task = task?;
+        task.set_from(index);
+        self.running(worker, index);
+        Some(task)
     }
 
-    /// A job of channel `index` for a worker (see `core::job`): the newest
-    /// of its own seat (a scope's spawn it left, or a `join`'s of a frame
-    /// below: it then runs nested, as rayon's waits do), else the oldest
-    /// of another seat's.
-    fn steal_job(&self, worker: &WorkerContext<'_>, index: usize) -> Option<JobRef> {
+    /// Takes a job of channel `index` into the worker's hands (see
+    /// `core::job` and `WorkerLocal::stolen`): the newest of its own seat (a
+    /// scope's spawn it left, or a `join`'s of a frame below: it then runs
+    /// nested, as rayon's waits do), else the oldest of another seat's.
+    /// Returns whether it did. (A job is not counted as a task taken: it
+    /// was never submitted.) The task paths return a task in registers;
+    /// the job, rarer, goes aside.
+    fn steal_job(&self, worker: &WorkerContext<'_>, index: usize) -> bool {
         if !crate::core::job::used(&self.shared, index) {
-            return None;
+            return false;
         }
-        let local = worker.local()?;
-        local
+        let Some(local) = worker.local() else {
+            return false;
+        };
+        let job = local
             .jobs
             .pop(index)
-            .or_else(|| crate::core::job::steal(&self.shared, local.index, index))
+            .or_else(|| crate::core::job::steal(&self.shared, local.index, index));
+        match job {
+            Some(job) => {
+                local.hold_job(job);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The worker took a task out of channel `index` to run it: counts it,

@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Pool, Work};
+use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
@@ -87,12 +87,17 @@ pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
     let mut cursor = pool.levels.cursor(local.floor);
     let terminated = || shared.close.is_terminated();
     while !terminated() {
-        let found = find(pool, &worker, &mut cursor)
-            .or_else(|| search_idle(pool, &worker, &mut cursor, &terminated));
+        // (A search that took a job returns none: it runs here.)
+        let found = match find(pool, &worker, &mut cursor) {
+            Some(task) => Some(task),
+            None if local.run_stolen() => continue,
+            None => search_idle(pool, &worker, &mut cursor, &terminated),
+        };
         match found {
             Some(task) => {
                 execute(pool, Some(seat), task);
             }
+            None if local.run_stolen() => {}
             // Terminated (the loop ends), or a channel left alone: only
             // the loop's condition decides whether the worker exits.
             None => {
@@ -130,7 +135,7 @@ fn search_idle<B: PoolBehavior>(
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
     stop: &dyn Fn() -> bool,
-) -> Option<Work> {
+) -> Option<RunningTask> {
     let shared = &*pool.shared;
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
@@ -154,13 +159,19 @@ fn search_idle<B: PoolBehavior>(
                 && !pool.levels.has_bounds()
                 && pool.levels.admits(&shared.status, cursor, channel)
             {
-                if let Some(work) = pool.take(worker, channel) {
-                    break Some(work);
+                if let Some(task) = pool.take(worker, channel) {
+                    break Some(task);
+                }
+                if local.holds_job() {
+                    break None;
                 }
             }
         }
         if let Some(found) = find(pool, worker, cursor) {
             break Some(found);
+        }
+        if local.holds_job() {
+            break None;
         }
         if local.next_retry().is_some() {
             // A channel left alone keeps its bit set: the sleep protocol
@@ -214,7 +225,7 @@ fn search_idle<B: PoolBehavior>(
         // holds a task nobody runs while this worker runs what it found.
         None => pool.work_remains() || shared.any_slot_full(),
     });
-    if found.is_some() {
+    if found.is_some() || local.holds_job() {
         // A seat turns busy: a stall watcher waiting for one looks again.
         shared.bell.ring();
     }
@@ -321,6 +332,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                     Some(task) => {
                         execute(pool, Some(seat), task);
                     }
+                    None if local.run_stolen() => {}
                     None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
@@ -336,8 +348,11 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 drain_terminated(pool, local);
                 return false;
             }
-            let found = find(pool, &worker, &mut cursor)
-                .or_else(|| search_idle(pool, &worker, &mut cursor, &stop));
+            let found = match find(pool, &worker, &mut cursor) {
+                Some(task) => Some(task),
+                None if local.run_stolen() => continue,
+                None => search_idle(pool, &worker, &mut cursor, &stop),
+            };
             match found {
                 Some(task) => {
                     if local.guest {
@@ -346,6 +361,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                     }
                     execute(pool, Some(seat), task);
                 }
+                None if local.run_stolen() => {}
                 None if !done() => {
                     back_off(local);
                 }
@@ -385,7 +401,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         let _outer = Nested::save(shared, local);
         shared.meters.running(local.index, index);
         task.set_from(index);
-        execute_task(pool, None, task);
+        execute(pool, None, task);
     }
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
@@ -453,7 +469,7 @@ pub(super) fn find<B: PoolBehavior>(
     pool: &Pool<B>,
     worker: &WorkerContext<'_>,
     cursor: &mut Cursor,
-) -> Option<Work> {
+) -> Option<RunningTask> {
     let status = &pool.shared.status;
     if let Some(local) = worker.local() {
         if let Some((channel, task)) = pool.shared.lifo[local.index].take() {
@@ -470,7 +486,7 @@ pub(super) fn find<B: PoolBehavior>(
                 // is any: the slot must not keep a worker from it.
                 task.set_from(channel);
                 pool.running(worker, channel);
-                return Some(Work::Task(task));
+                return Some(task);
             } else {
                 behind_queue(pool, local, channel, task);
             }
@@ -482,12 +498,12 @@ pub(super) fn find<B: PoolBehavior>(
         .find(status, cursor, |channel| pool.take(worker, channel))
         .or_else(|| {
             // Nothing queued after all: a task refilled at the tick's turn
-            // runs now.
-            let local = worker.local()?;
+            // runs now (after a job the search took, if it took one).
+            let local = worker.local().filter(|local| !local.holds_job())?;
             let (channel, task) = pool.shared.lifo[local.index].take()?;
             task.set_from(channel);
             pool.running(worker, channel);
-            Some(Work::Task(task))
+            Some(task)
         });
     if let Some(end) = pool.levels.slice_end(cursor) {
         // Under RoundRobin: the slice the found task runs in (for
@@ -560,23 +576,6 @@ impl Drop for Nested<'_> {
 /// move left behind.
 #[inline(always)]
 pub(super) fn execute<B: PoolBehavior>(
-    pool: &Pool<B>,
-    meters: Option<&SeatMeters>,
-    work: Work,
-) -> bool {
-    match work {
-        Work::Task(task) => execute_task(pool, meters, task),
-        Work::Job(job) => {
-            // A job runs whatever the pool's state: its owner waits for it.
-            job.run();
-            true
-        }
-    }
-}
-
-/// [`execute`] for a task.
-#[inline(always)]
-fn execute_task<B: PoolBehavior>(
     pool: &Pool<B>,
     meters: Option<&SeatMeters>,
     task: RunningTask,
