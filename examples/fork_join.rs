@@ -1,16 +1,14 @@
-//! Recursive divide and conquer with `smartpool::scope`: fibonacci by
-//! spawning both halves and waiting for them, millions of tasks in all, on
-//! one worker thread and on every core. A waiting scope runs its own
-//! not-yet-started tasks first, newest first (rayon's work-first order), so
-//! this neither deadlocks on one thread nor nests deeper than the recursion.
+//! Recursive divide and conquer with `smartpool::join`: fibonacci by
+//! splitting in two halves, over a million joins in all, on one worker
+//! thread and on every core.
 //!
-//! `cargo run --release --example fork_join [n]` (default n = 30: 2.7
-//! million tasks).
+//! On a worker, `join` publishes its second half as a job on the worker's
+//! own stack, runs the first half, then takes the second back and runs it
+//! unless an idle worker stole it (rayon's design). So a join allocates
+//! nothing, and the peak memory stays that of the threads' stacks.
 //!
-//! The peak memory it prints is the known cost of the work-first wait: a
-//! task its waiter runs itself leaves its empty shell in the channel until
-//! a worker reaches it, which on one thread is after the recursion returns
-//! (about 210 bytes a task; BENCHMARKS.md, "Fork-join").
+//! `cargo run --release --example fork_join [n]` (default n = 30: 1.3
+//! million joins).
 
 use std::time::Instant;
 
@@ -44,16 +42,12 @@ impl PoolBehavior for Flat {
     }
 }
 
-/// Both halves as scoped tasks; the scope returns when both are done.
+/// Both halves by `join`, which returns when both are done.
 fn fib(pool: &Pool<Flat>, n: u32) -> u64 {
     if n < 2 {
         return n as u64;
     }
-    let (mut a, mut b) = (0, 0);
-    smartpool::scope(|s| {
-        s.exec(&pool.work, run(|| a = fib(pool, n - 1)));
-        s.exec(&pool.work, run(|| b = fib(pool, n - 2)));
-    });
+    let (a, b) = smartpool::join(&pool.work, || fib(pool, n - 1), || fib(pool, n - 2));
     a + b
 }
 
@@ -74,9 +68,9 @@ fn peak_rss() -> String {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u32 = std::env::args().nth(1).map_or(Ok(30), |a| a.parse())?;
-    // 2 fib(n + 1) - 2 tasks.
-    let tasks = 2.0 * 1.618_034_f64.powi(n as i32 + 1) / 5f64.sqrt();
-    println!("fib({n}): about {:.1} million scoped tasks", tasks / 1e6);
+    // fib(n + 1) - 1 joins.
+    let joins = 1.618_034_f64.powi(n as i32 + 1) / 5f64.sqrt();
+    println!("fib({n}): about {:.1} million joins", joins / 1e6);
     for threads in [
         1,
         std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo run --example scoped`
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -63,16 +63,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = owned.pool.clone();
 
     // Background work queued first: the frame's bands still go ahead of
-    // it. Each background task notes whether the frame was done when it
-    // started.
-    let frame_done = Arc::new(AtomicBool::new(false));
+    // it. Each background task notes, as it starts, whether the frame had
+    // arrived (all its bands queued), and whether a band of it still
+    // waited in the queue.
+    let frame_arrived = Arc::new(AtomicBool::new(false));
+    let bands_started = Arc::new(AtomicUsize::new(0));
     let background: Vec<_> = (0..6)
         .map(|i| {
-            let frame_done = frame_done.clone();
+            let (arrived, started) = (frame_arrived.clone(), bands_started.clone());
             pool.background.exec(run(move || {
-                let after_frame = frame_done.load(Ordering::SeqCst);
+                let arrived = arrived.load(Ordering::SeqCst);
+                let band_waited = arrived && started.load(Ordering::SeqCst) < BANDS;
                 std::hint::black_box((0..2_000_000u64).fold(i, |a, x| a ^ x));
-                after_frame
+                (arrived, band_waited)
             }))
         })
         .collect();
@@ -85,9 +88,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .chunks_mut(WIDTH * HEIGHT / BANDS)
             .enumerate()
             .map(|(band, rows)| {
+                let started = &bands_started;
                 s.exec(
                     &pool.frame,
                     run(move || {
+                        started.fetch_add(1, Ordering::SeqCst);
                         for (i, pixel) in rows.iter_mut().enumerate() {
                             let (x, y) = (i % WIDTH, band * HEIGHT / BANDS + i / WIDTH);
                             *pixel = ((x ^ y) & 0xFF) as u32; // a checkerboard shade
@@ -97,13 +102,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )
             })
             .collect();
+        // Every band is queued.
+        frame_arrived.store(true, Ordering::SeqCst);
         // Join inside the scope: each band's output, in band order.
         handles
             .into_iter()
             .map(|h| h.join().expect("band task"))
             .collect::<Vec<u64>>()
     });
-    frame_done.store(true, Ordering::SeqCst);
     println!(
         "frame: {} bands of {} rows shaded in {:?}, on {} worker threads",
         BANDS,
@@ -119,14 +125,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(total, band_sums.iter().sum::<u64>());
     println!("whole frame: shade sum {total} (matches the bands)");
 
-    let started_after: Vec<bool> = background
+    let starts: Vec<(bool, bool)> = background
         .into_iter()
         .map(|h| owned.block_on(h).expect("background task"))
         .collect();
-    let during = started_after.iter().filter(|after| !**after).count();
+    let before = starts.iter().filter(|(arrived, _)| !arrived).count();
+    let overtook = starts
+        .iter()
+        .filter(|(_, band_waited)| *band_waited)
+        .count();
     println!(
-        "background: {during} of 6 tasks started before the frame was done \
-         (those already running when it came, or started while no band waited)"
+        "background: {before} of 6 tasks started before the frame arrived (each worker \
+         was free); {overtook} started while a band of the frame waited in the queue"
     );
     owned.close().wait();
     Ok(())

@@ -111,6 +111,10 @@ struct ScopeState {
     /// The channel of the waiter's pool that the body's last `spawn` went
     /// to, plus one (0: none): the waiter runs its jobs first.
     spawned_on: AtomicUsize,
+    /// The pool the first `spawn` went to: the scope holds one count
+    /// towards its close for all its spawns there (see `stack`), given
+    /// back as `scope` returns.
+    holds: std::sync::OnceLock<Arc<crate::core::Shared>>,
 }
 
 impl fmt::Debug for ScopeState {
@@ -317,6 +321,7 @@ where
             waiter_pool: help::current().map(|help| help.pool_id()),
             pending: Mutex::new(Vec::new()),
             spawned_on: AtomicUsize::new(0),
+            holds: std::sync::OnceLock::new(),
         }),
         scope: PhantomData,
         env: PhantomData,
@@ -326,6 +331,10 @@ where
     scope.state.run_spawned();
     scope.state.run_own();
     scope.state.latch.wait();
+    if let Some(pool) = scope.state.holds.get() {
+        // Every spawned job ran: close may go on.
+        pool.release_counted();
+    }
     // Every task has ended: the panic slot is final.
     let task_panic = lock(&scope.state.panic).take();
     match (result, task_panic) {

@@ -225,14 +225,16 @@ where
 }
 
 /// A closure spawned in a scope, on the heap, published as a job: the
-/// scope's count and a count towards close come with it, so neither the
-/// scope nor close ends before it ran.
+/// scope's count and a count towards close come with it (its own, or the
+/// scope's for its first pool), so neither the scope nor close ends
+/// before it ran.
 struct HeapJob<F> {
     func: F,
     scope: Arc<ScopeState>,
-    /// The pool, alive while the job's count is held: released after the
-    /// run.
+    /// The pool, alive while a count is held: the job's own, released
+    /// after the run, or the scope's.
     shared: *const Shared,
+    counted: bool,
 }
 
 impl<F: FnOnce() + Send> HeapJob<F> {
@@ -248,14 +250,17 @@ impl<F: FnOnce() + Send> HeapJob<F> {
             func,
             scope,
             shared,
+            counted,
         } = *job;
         if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
             scope.record_panic(panic);
         }
         scope.latch.count_down();
-        // SAFETY: the count keeps the pool from terminating, so its shared
-        // state alive, until this release.
-        unsafe { (*shared).release_counted() };
+        if counted {
+            // SAFETY: the count keeps the pool from terminating, so its
+            // shared state alive, until this release.
+            unsafe { (*shared).release_counted() };
+        }
     }
 }
 
@@ -265,27 +270,40 @@ impl<F: FnOnce() + Send> HeapJob<F> {
 /// taken. If the pool refuses new work (it is closing), `func` runs here.
 pub(super) fn spawn_on<F>(
     local: Option<&WorkerLocal>,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     channel: usize,
     scope: &Arc<ScopeState>,
     func: F,
 ) where
     F: FnOnce() + Send,
 {
-    // Counted towards close whatever the channel's close policy: a job
-    // cannot be dropped unrun, so close waits for it to run.
-    if !shared.close.admit() {
-        shared.release_counted();
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
-            scope.record_panic(panic);
+    // Counted towards close whatever the channel's close policy (a job
+    // cannot be dropped unrun, so close waits for it to run): by the
+    // scope's one count for the first pool it spawned on, else by a count
+    // of its own.
+    let covered = scope
+        .holds
+        .get()
+        .is_some_and(|held| Arc::ptr_eq(held, shared));
+    let counted = if covered {
+        if !shared.close.is_open() {
+            return run_here(scope, func);
         }
-        scope.latch.count_down();
-        return;
-    }
+        false
+    } else {
+        if !shared.close.admit() {
+            shared.release_counted();
+            return run_here(scope, func);
+        }
+        // The first pool: this count becomes the scope's, kept until it
+        // returns. (If another spawn set it first, the job keeps its own.)
+        scope.holds.set(shared.clone()).is_err()
+    };
     let job = Box::new(HeapJob {
         func,
         scope: scope.clone(),
-        shared,
+        shared: &**shared,
+        counted,
     });
     let data = Box::into_raw(job).cast_const().cast::<()>();
     // SAFETY: the box is freed by its one run. What `func` borrows outlives
@@ -296,4 +314,12 @@ pub(super) fn spawn_on<F>(
         Some(local) => local.jobs.push(shared, local.index, job_ref),
         None => crate::core::job::inject(shared, job_ref),
     }
+}
+
+/// Runs a spawned closure the pool refused, on the caller.
+fn run_here<F: FnOnce()>(scope: &ScopeState, func: F) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
+        scope.record_panic(panic);
+    }
+    scope.latch.count_down();
 }
