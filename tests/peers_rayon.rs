@@ -8,9 +8,12 @@
 //!
 //! How rayon maps onto smartpool:
 //! * `rayon::scope(|s| s.spawn(|s| ..))` becomes
-//!   `smartpool::scope(|s| { s.exec(&pool.work, run(move || ..)); })`. A
-//!   scoped task is a future on a channel of a pool, so each one names its
-//!   channel, and a task that submits more captures `s`.
+//!   `smartpool::scope(|s| s.spawn(&pool.work, move || ..))` (a job, as
+//!   rayon's), or `s.exec(&pool.work, run(move || ..))` (a task with a
+//!   handle: most tests below use it, as they did before `spawn` existed).
+//!   Each spawn names its channel, and a closure that spawns more captures
+//!   `s`. `spawn_fifo` is a method of the same scope: smartpool has no
+//!   separate `scope_fifo`.
 //! * `rayon::join(a, b)` becomes `smartpool::join(&pool.work, a, b)`: `b`
 //!   is queued on the channel, `a` runs on the caller, then the caller
 //!   runs `b` itself if no worker took it.
@@ -23,11 +26,8 @@
 //!   pool's tasks.
 //!
 //! Not ported:
-//! * `fifo_order`, `nested_fifo_order`, `nested_lifo_fifo_order`,
-//!   `nested_fifo_lifo_order`, `mixed_fifo_order`, `mixed_lifo_fifo_order`,
-//!   `mixed_fifo_lifo_order`, `static_scope_fifo`,
-//!   `mixed_lifetime_scope_fifo`: smartpool has no `scope_fifo` or
-//!   `spawn_fifo`. A scope's tasks follow their channel's own order.
+//! * `static_scope_fifo`, `mixed_lifetime_scope_fifo`: as `static_scope`
+//!   below (the `'scope` lifetime cannot be named).
 //! * `static_scope`: it checks that an explicit `Scope<'static>` limits
 //!   spawns to `'static` data while the body borrows locally. smartpool's
 //!   `'scope` is higher-ranked (as with `std::thread::scope`), so a test
@@ -40,9 +40,11 @@
 //!   smartpool has no `join_context` or `migrated()`.
 //!
 //! Deliberate differences (also noted beside the tests):
-//! * A waiting scope runs only *its own* pending tasks newest first, then
-//!   helps with the pool's. rayon's wait pops the thread's shared deque, so
-//!   the orders differ in `mixed_lifo_order`.
+//! * A waiting scope runs only *its own* pending tasks (`exec`) newest
+//!   first, then helps with the pool's. rayon's wait pops the thread's
+//!   shared deque, so the orders differ in `mixed_lifo_order`. Closures
+//!   of `spawn` and `spawn_fifo` travel the worker's job deque as rayon's
+//!   do, and every order test gives rayon's result with them.
 //! * Close: rayon keeps a pool alive while a scope needs it. smartpool's
 //!   close refuses new tasks, and a scope on a closing pool sees them
 //!   cancelled (covered by `tests/scope.rs`, not here); `join` runs a
@@ -911,4 +913,161 @@ fn scope_mix() {
         });
         assert_eq!(leaves.into_inner(), 1024);
     });
+}
+
+// rayon-core src/scope/test.rs: lifo_order, fifo_order, nested_*_order and
+// mixed_*_order, with `Scope::spawn` and `Scope::spawn_fifo` (rayon's
+// `spawn` and `spawn_fifo`; smartpool has one scope type for both). On
+// one thread, inside the pool, as rayon runs them inside `install`.
+
+/// `s.spawn` or `s.spawn_fifo` of `f` on `p.work`.
+fn spawn_on<'scope>(
+    s: &'scope Scope<'scope, '_>,
+    p: &'scope Pool<Flat>,
+    fifo: bool,
+    f: impl FnOnce() + Send + 'scope,
+) {
+    if fifo {
+        s.spawn_fifo(&p.work, f);
+    } else {
+        s.spawn(&p.work, f);
+    }
+}
+
+/// rayon's `test_order!`: ten spawns of ten spawns each, every inner one
+/// logging `i * 10 + j`.
+fn spawn_order(fifo: bool) -> Vec<i32> {
+    let owned = pool(1);
+    let order = inside(&owned, move |p| {
+        let log = Mutex::new(Vec::new());
+        smartpool::scope(|s| {
+            let log = &log;
+            for i in 0..10 {
+                spawn_on(s, p, fifo, move || {
+                    for j in 0..10 {
+                        spawn_on(s, p, fifo, move || log.lock().unwrap().push(i * 10 + j));
+                    }
+                });
+            }
+        });
+        log.into_inner().unwrap()
+    });
+    block_on(owned.close());
+    order
+}
+
+/// rayon's `test_nested_order!`: ten spawns, each opening a scope of ten.
+fn nested_spawn_order(outer_fifo: bool, inner_fifo: bool) -> Vec<i32> {
+    let owned = pool(1);
+    let order = inside(&owned, move |p| {
+        let log = Mutex::new(Vec::new());
+        smartpool::scope(|s| {
+            let log = &log;
+            for i in 0..10 {
+                spawn_on(s, p, outer_fifo, move || {
+                    smartpool::scope(|inner| {
+                        for j in 0..10 {
+                            spawn_on(inner, p, inner_fifo, move || {
+                                log.lock().unwrap().push(i * 10 + j)
+                            });
+                        }
+                    });
+                });
+            }
+        });
+        log.into_inner().unwrap()
+    });
+    block_on(owned.close());
+    order
+}
+
+/// rayon's `test_mixed_order!`: spawns on an outer and an inner scope,
+/// interleaved.
+fn mixed_spawn_order(outer_fifo: bool, inner_fifo: bool) -> Vec<i32> {
+    let owned = pool(1);
+    let order = inside(&owned, move |p| {
+        let log = Mutex::new(Vec::new());
+        smartpool::scope(|outer| {
+            let log = &log;
+            let push = move |i: i32| move || log.lock().unwrap().push(i);
+            spawn_on(outer, p, outer_fifo, push(0));
+            smartpool::scope(|inner| {
+                spawn_on(inner, p, inner_fifo, push(-1));
+                spawn_on(outer, p, outer_fifo, push(1));
+                spawn_on(inner, p, inner_fifo, push(-2));
+                spawn_on(outer, p, outer_fifo, push(2));
+                spawn_on(inner, p, inner_fifo, push(-3));
+            });
+            spawn_on(outer, p, outer_fifo, push(3));
+        });
+        log.into_inner().unwrap()
+    });
+    block_on(owned.close());
+    order
+}
+
+#[test]
+fn lifo_order_of_spawn() {
+    assert_eq!(spawn_order(false), (0..100).rev().collect::<Vec<i32>>());
+}
+
+#[test]
+fn fifo_order() {
+    assert_eq!(spawn_order(true), (0..100).collect::<Vec<i32>>());
+}
+
+#[test]
+fn nested_lifo_order_of_spawn() {
+    assert_eq!(
+        nested_spawn_order(false, false),
+        (0..100).rev().collect::<Vec<i32>>()
+    );
+}
+
+#[test]
+fn nested_fifo_order() {
+    assert_eq!(
+        nested_spawn_order(true, true),
+        (0..100).collect::<Vec<i32>>()
+    );
+}
+
+#[test]
+fn nested_lifo_fifo_order() {
+    let expected: Vec<i32> = (0..10)
+        .rev()
+        .flat_map(|i| (0..10).map(move |j| i * 10 + j))
+        .collect();
+    assert_eq!(nested_spawn_order(false, true), expected);
+}
+
+#[test]
+fn nested_fifo_lifo_order() {
+    let expected: Vec<i32> = (0..10)
+        .flat_map(|i| (0..10).rev().map(move |j| i * 10 + j))
+        .collect();
+    assert_eq!(nested_spawn_order(true, false), expected);
+}
+
+#[test]
+fn mixed_lifo_order_of_spawn() {
+    assert_eq!(
+        mixed_spawn_order(false, false),
+        vec![-3, 2, -2, 1, -1, 3, 0]
+    );
+}
+
+#[test]
+fn mixed_fifo_order() {
+    assert_eq!(mixed_spawn_order(true, true), vec![-1, 0, -2, 1, -3, 2, 3]);
+}
+
+#[test]
+fn mixed_lifo_fifo_order() {
+    assert_eq!(mixed_spawn_order(false, true), vec![-1, 2, -2, 1, -3, 3, 0]);
+}
+
+#[test]
+fn mixed_fifo_lifo_order() {
+    assert_eq!(mixed_spawn_order(true, false), vec![-3, 0, -2, 1, -1, 2, 3]);
 }

@@ -115,6 +115,9 @@ struct ScopeState {
     /// towards its close for all its spawns there (see `stack`), given
     /// back as `scope` returns.
     holds: std::sync::OnceLock<Arc<crate::core::Shared>>,
+    /// The jobs of `spawn_fifo`, oldest first: each published job stands
+    /// for "run the oldest" (see `stack`).
+    fifo: Mutex<std::collections::VecDeque<crate::core::job::JobRef>>,
 }
 
 impl fmt::Debug for ScopeState {
@@ -186,7 +189,7 @@ impl ScopeState {
         }
     }
 
-    fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
+    pub(super) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
         let mut first = lock(&self.panic);
         if first.is_none() {
             *first = Some(payload);
@@ -322,6 +325,7 @@ where
             pending: Mutex::new(Vec::new()),
             spawned_on: AtomicUsize::new(0),
             holds: std::sync::OnceLock::new(),
+            fifo: Mutex::new(std::collections::VecDeque::new()),
         }),
         scope: PhantomData,
         env: PhantomData,
@@ -426,12 +430,50 @@ impl<'scope> Scope<'scope, '_> {
         C: Channel + ?Sized,
         F: FnOnce() + Send + 'scope,
     {
-        let Some(link) = channel.link() else {
-            // A channel of no pool refuses the task; `func` runs here.
-            drop(self.exec(channel, crate::run::run(func)));
-            return;
-        };
+        self.spawn_with(channel, func, false);
+    }
+
+    /// [`Scope::spawn`], in FIFO order (rayon's `spawn_fifo`): the
+    /// closures this scope spawns this way run oldest first, where
+    /// `spawn`'s run newest first on the worker that spawned them. (A
+    /// thief still takes whichever it steals.)
+    ///
+    /// ```
+    /// # use smartpool::prelude::*;
+    /// # let owned = smartpool::Builder::new().threads(1).levels(1).build().unwrap();
+    /// let pool = owned.pool.clone();
+    /// let order = owned.block_on(owned.pool.level(0).exec(run(move || {
+    ///     let order = std::sync::Mutex::new(Vec::new());
+    ///     let level = pool.level(0);
+    ///     smartpool::scope(|s| {
+    ///         for i in 0..4 {
+    ///             let order = &order;
+    ///             s.spawn_fifo(level, move || order.lock().unwrap().push(i));
+    ///         }
+    ///     });
+    ///     order.into_inner().unwrap()
+    /// })))
+    /// .unwrap();
+    /// assert_eq!(order, [0, 1, 2, 3]);
+    /// ```
+    pub fn spawn_fifo<C, F>(&'scope self, channel: &C, func: F)
+    where
+        C: Channel + ?Sized,
+        F: FnOnce() + Send + 'scope,
+    {
+        self.spawn_with(channel, func, true);
+    }
+
+    fn spawn_with<C, F>(&'scope self, channel: &C, func: F, fifo: bool)
+    where
+        C: Channel + ?Sized,
+        F: FnOnce() + Send + 'scope,
+    {
         self.state.latch.add();
+        let Some(link) = channel.link() else {
+            // A channel of no pool: `func` runs here.
+            return stack::run_here(&self.state, func);
+        };
         let local = crate::core::context::current_of(link.pool_id());
         if local.is_some() && self.state.waiter_pool == Some(link.pool_id()) {
             let on = link.index() + 1;
@@ -439,13 +481,8 @@ impl<'scope> Scope<'scope, '_> {
                 self.state.spawned_on.store(on, Ordering::Relaxed);
             }
         }
-        stack::spawn_on(
-            local.as_deref(),
-            &link.shared,
-            link.index(),
-            &self.state,
-            func,
-        );
+        let (shared, index) = (&link.shared, link.index());
+        stack::spawn_on(local.as_deref(), shared, index, &self.state, func, fifo);
     }
 
     /// Like [`Scope::exec`], but gives the future back if the pool is

@@ -274,6 +274,7 @@ pub(super) fn spawn_on<F>(
     channel: usize,
     scope: &Arc<ScopeState>,
     func: F,
+    fifo: bool,
 ) where
     F: FnOnce() + Send,
 {
@@ -309,15 +310,34 @@ pub(super) fn spawn_on<F>(
     // SAFETY: the box is freed by its one run. What `func` borrows outlives
     // it: the scope does not return before its count, which the run gives
     // back last but the close count, reaches 0.
-    let job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel) };
+    let mut job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel) };
+    if fifo {
+        crate::sync::lock(&scope.fifo).push_back(job_ref);
+        // SAFETY: the scope's state lives until its count reaches 0, and
+        // each published "run the oldest" stands for one queued job that
+        // holds a count until it ran: the state outlives the run below.
+        job_ref = unsafe { JobRef::new(Arc::as_ptr(scope).cast(), run_oldest, channel) };
+    }
     match local {
         Some(local) => local.jobs.push(shared, local.index, job_ref),
         None => crate::core::job::inject(shared, job_ref),
     }
 }
 
+/// Runs the oldest job of the `spawn_fifo` queue of the scope at `data`.
+///
+/// # Safety
+///
+/// `data` is a scope's state with a job in its queue for this call.
+unsafe fn run_oldest(data: *const ()) {
+    // SAFETY: by the contract; the state is not touched after the run.
+    let scope = unsafe { &*data.cast::<ScopeState>() };
+    let job = crate::sync::lock(&scope.fifo).pop_front();
+    job.expect("one queued job a published call").run();
+}
+
 /// Runs a spawned closure the pool refused, on the caller.
-fn run_here<F: FnOnce()>(scope: &ScopeState, func: F) {
+pub(super) fn run_here<F: FnOnce()>(scope: &ScopeState, func: F) {
     if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
         scope.record_panic(panic);
     }

@@ -21,6 +21,7 @@ fn state() -> Arc<ScopeState> {
         pending: Mutex::new(Vec::new()),
         spawned_on: crate::sync::AtomicUsize::new(0),
         holds: std::sync::OnceLock::new(),
+        fifo: Mutex::new(std::collections::VecDeque::new()),
     })
 }
 
