@@ -377,3 +377,28 @@ fn join_on_one_worker_runs_b_on_the_caller_after_a() {
     assert_eq!(order, [("a", true), ("b", true)]);
     futures::executor::block_on(owned.close());
 }
+
+/// fib by a scope whose second half is joined through its handle (the
+/// fork-join issue's hang): `b.join()` on a worker runs `b` itself when
+/// no worker started it, so the recursion completes on one thread for
+/// any `n`, nesting as deep as the recursion.
+fn fib_by_handle(pool: &Pool<Flat>, n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    smartpool::scope(|s| {
+        let b = s.exec(&pool.work, run(move || fib_by_handle(pool, n - 2)));
+        fib_by_handle(pool, n - 1) + b.join().unwrap()
+    })
+}
+
+#[test]
+fn joining_a_scoped_handle_recursively_completes_on_one_thread() {
+    let n = fib_size();
+    for threads in [1, 2] {
+        let owned = pool(threads);
+        let value = inside(&owned, move |pool| fib_by_handle(pool, n));
+        assert_eq!(value, fib_plain(n));
+        futures::executor::block_on(owned.close());
+    }
+}

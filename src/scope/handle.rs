@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 
 use futures_util::task::AtomicWaker;
 
+use super::claim::Claim;
 use super::latch::CountLatch;
 use crate::task::JoinError;
 
@@ -68,6 +69,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// ignore).
 pub struct ScopedJoinHandle<'scope, T> {
     slot: Arc<Slot<T>>,
+    /// The task's claim and its pool's id, if the scope's waiter may run
+    /// it (see `claim`): `join` on a worker of that pool runs it then.
+    claim: Option<(Arc<Claim>, usize)>,
     scope: PhantomData<&'scope ()>,
 }
 
@@ -75,8 +79,15 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     pub(super) fn new(slot: Arc<Slot<T>>) -> ScopedJoinHandle<'scope, T> {
         ScopedJoinHandle {
             slot,
+            claim: None,
             scope: PhantomData,
         }
+    }
+
+    /// The handle of a claimed task of the pool `pool`.
+    pub(super) fn claimed(mut self, claim: Arc<Claim>, pool: usize) -> Self {
+        self.claim = Some((claim, pool));
+        self
     }
 
     /// Whether the task has ended (completed, panicked or cancelled), so
@@ -87,10 +98,20 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
 
     /// Blocks until the task ends and returns its output, or a
     /// [`JoinError`] if it panicked or was cancelled. On a worker thread of
-    /// a pool, runs that pool's queued tasks while it waits (as
-    /// [`scope`](crate::scope) does), so joining from inside a task does not
-    /// deadlock a 1-thread pool.
+    /// the task's pool, in the scope's own thread, a task that no worker
+    /// started runs here first (as `join`'s second half does); then the
+    /// wait runs that pool's queued work (as [`scope`](crate::scope)
+    /// does). So joining from inside a task completes on a 1-thread pool,
+    /// recursively too.
     pub fn join(self) -> Result<T, JoinError> {
+        if let Some((claim, pool)) = &self.claim {
+            // On a worker of the task's pool, a task no worker started runs
+            // here, now (work first): a recursion of joins nests as deep as
+            // itself, not as deep as the queue.
+            if let Some(help) = super::help::current().filter(|help| help.pool_id() == *pool) {
+                help.run_now(claim.channel, &mut || claim.take());
+            }
+        }
         self.slot.filled.wait();
         self.slot.take()
     }

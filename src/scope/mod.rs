@@ -386,13 +386,14 @@ impl<'scope> Scope<'scope, '_> {
             Some(link) if self.state.waiter_pool == Some(link.pool_id()) => {
                 let claim = Arc::new(claim::Claim::new(task, link.index()));
                 let _detached = channel.exec(claim::Shell::new(claim.clone()));
-                lock(&self.state.pending).push(claim);
+                lock(&self.state.pending).push(claim.clone());
+                handle.claimed(claim, link.pool_id())
             }
             _ => {
                 let _detached = channel.exec(task);
+                handle
             }
         }
-        handle
     }
 
     /// Runs `func` on `channel`, as rayon's `Scope::spawn` does: no
