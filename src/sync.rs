@@ -51,6 +51,18 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Parks the calling thread for at most `timeout` (loom's version parks
+/// until an unpark: its models wait no time).
+pub(crate) fn park_timeout(timeout: std::time::Duration) {
+    #[cfg(not(loom))]
+    std::thread::park_timeout(timeout);
+    #[cfg(loom)]
+    {
+        let _ = timeout;
+        loom::thread::park();
+    }
+}
+
 /// Gives up the processor between search rounds (loom's version lets the
 /// model run another thread).
 pub(crate) fn yield_now() {

@@ -402,3 +402,75 @@ fn joining_a_scoped_handle_recursively_completes_on_one_thread() {
         futures::executor::block_on(owned.close());
     }
 }
+
+/// rayon #957's shape: a task waiting in `join` for its stolen second half
+/// must not start another task of its level meanwhile (rayon's waiting
+/// thread steals it, and the first task stalls behind it). smartpool's
+/// wait runs only work of a higher level and jobs of the join's channel.
+/// Here worker 1 holds the stolen half on a gate, so worker 0, waiting,
+/// is the only one free: it runs the two urgent tasks that come meanwhile,
+/// and leaves the second low task queued until its wait is over.
+#[test]
+fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::mpsc::channel;
+    let owned = OwnedPool::new(common::TwoLevels::new(2)).unwrap();
+    let pool = owned.pool.clone();
+    let gate = common::Gate::new();
+    let first_done = Arc::new(AtomicBool::new(false));
+    let second_started = Arc::new(AtomicBool::new(false));
+    let (b_started, b_running) = channel();
+    let (to_a, a_waits) = channel();
+    let first = {
+        let (pool2, gate, done) = (pool.clone(), gate.clone(), first_done.clone());
+        pool.low.exec(run(move || {
+            smartpool::join(
+                &pool2.low,
+                // `a` returns once `b` started: on the other worker.
+                move || a_waits.recv_timeout(FAILSAFE).expect("b started"),
+                move || {
+                    to_a.send(()).unwrap();
+                    b_started.send(()).unwrap();
+                    gate.wait();
+                },
+            );
+            done.store(true, SeqCst);
+        }))
+    };
+    // Should an assertion fail, the gate opens, so that close returns.
+    struct OpenOnDrop(common::Gate);
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+    let _open = OpenOnDrop(gate.clone());
+    b_running
+        .recv_timeout(FAILSAFE)
+        .expect("b was stolen and started");
+    let second = {
+        let (started, first_done) = (second_started.clone(), first_done.clone());
+        pool.low.exec(run(move || {
+            started.store(true, SeqCst);
+            first_done.load(SeqCst)
+        }))
+    };
+    for _ in 0..2 {
+        let started = second_started.clone();
+        let urgent = pool.high.exec(run(move || started.load(SeqCst)));
+        let second_ran = futures::executor::block_on(urgent).unwrap();
+        assert!(
+            !second_ran,
+            "the waiting worker ran a task of its own level"
+        );
+    }
+    assert!(
+        !second_started.load(SeqCst),
+        "nobody ran the second low task"
+    );
+    gate.open();
+    futures::executor::block_on(first).unwrap();
+    // Now either worker may run it.
+    futures::executor::block_on(second).unwrap();
+    futures::executor::block_on(owned.close());
+}

@@ -377,6 +377,13 @@ pub(crate) trait PoolHooks {
     /// Wakes `worker` from any thread if it sleeps in its slot.
     fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
 
+    /// One round of a join's isolated wait on `worker` (see
+    /// `scope::stack`): runs one task of a level strictly above channel
+    /// `channel`'s, or else one job of `channel`. Returns whether it ran
+    /// something; `false` also when the worker must not help (its stack
+    /// is deep in nested waits, or the pool terminated).
+    fn help_once(&self, worker: &WorkerLocal, channel: usize) -> bool;
+
     /// Runs `f`, which blocks, on `worker`'s thread, with a stand-in
     /// serving the worker's place meanwhile (see `pool::blocking`).
     fn block_in_place(&self, worker: &WorkerLocal, f: &mut dyn FnMut());
@@ -404,6 +411,9 @@ impl PoolHooks for NoHooks {
     }
     fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {})
+    }
+    fn help_once(&self, _: &WorkerLocal, _: usize) -> bool {
+        false
     }
     fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
     fn block_in_place(&self, _: &WorkerLocal, f: &mut dyn FnMut()) {
@@ -479,6 +489,11 @@ impl WorkerLocal {
     /// As [`PoolHooks::help_until`].
     pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
         self.hooks.help_until(self, done)
+    }
+
+    /// As [`PoolHooks::help_once`].
+    pub(crate) fn help_once(&self, channel: usize) -> bool {
+        self.hooks.help_once(self, channel)
     }
 
     /// As [`PoolHooks::waker`].

@@ -370,6 +370,40 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         }
     }
 
+    fn help_once(&self, local: &WorkerLocal, channel: usize) -> bool {
+        let pool = &*self.pool;
+        let shared = &*pool.shared;
+        if over_stack_budget(local) || shared.close.is_terminated() {
+            return false;
+        }
+        let _slice = KeepSlice::of(local);
+        let _outer = Nested::save(shared, local);
+        let seat = &shared.meters.seats[local.index];
+        let worker = WorkerContext::worker(shared, local);
+        let level = pool.levels.level_of(channel);
+        if level > 0 {
+            let mut cursor = pool.levels.cursor((level - 1).min(local.floor));
+            if let Some(task) = find(pool, &worker, &mut cursor) {
+                execute(pool, Some(seat), task);
+                return true;
+            }
+            if local.run_stolen() {
+                return true;
+            }
+        }
+        match local
+            .jobs
+            .pop(channel)
+            .or_else(|| crate::core::job::steal(shared, local.index, channel))
+        {
+            Some(job) => {
+                job.run();
+                true
+            }
+            None => false,
+        }
+    }
+
     fn run_now(
         &self,
         local: &WorkerLocal,

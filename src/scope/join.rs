@@ -7,17 +7,24 @@ use crate::channel::Channel;
 use crate::run::run;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results
-/// (rayon's `join`). `b` is queued on `channel`; `a` runs on the calling
-/// thread; then, if no worker has taken `b`, the caller runs it itself
-/// (work-first, newest first, as a waiting [`scope`](crate::scope) does), else it
-/// waits for it.
+/// (rayon's `join`). `a` runs on the calling thread; then, if no worker
+/// has taken `b`, the caller runs it itself, else it waits for it.
 ///
-/// * On a worker thread of `channel`'s pool, the wait helps: the caller
-///   runs the pool's queued tasks until `b` is done. So recursive `join`
-///   (divide and conquer) completes on any number of threads, 1 included,
-///   and nests no deeper than the recursion.
-/// * Anywhere else (the main thread, another pool's worker), the caller
-///   runs `a`, then blocks until a worker of `channel`'s pool has run `b`.
+/// * On a worker thread of `channel`'s pool, `b` is a job on the caller's
+///   stack, published on the worker's deque for `channel`: an idle worker
+///   looking at `channel` steals it and runs it at `channel`'s level.
+///   Nothing is allocated. Recursive `join` (divide and conquer) completes
+///   on any number of threads, 1 included, and nests no deeper than the
+///   recursion.
+/// * The wait is isolated: while a thief runs `b`, the caller runs only
+///   work of a level above `channel`'s, and jobs of `channel`, never
+///   another task of `channel`'s level or a lower one (which rayon's
+///   waiting thread may start, stalling the caller behind it). So a stolen
+///   `b` that blocks, without helping, on a task of that level waits for
+///   another worker to run it.
+/// * Anywhere else (the main thread, another pool's worker), `b` is a task
+///   of `channel`: the caller runs `a`, then blocks until a worker of
+///   `channel`'s pool has run `b`.
 /// * If `a` or `b` panics, the panic is resumed after both finished (`a`'s
 ///   if both did, as rayon does).
 /// * If the pool refuses `b` (it is closing) or drops it unrun (a close of

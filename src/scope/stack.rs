@@ -22,14 +22,31 @@
 //! the latch in one exchange and wakes nobody: the owner's own exchange
 //! then fails, and it does not wait. A thief that finds `WAITING` clones
 //! the owner's thread first (the owner cannot leave before `SET`), then
-//! stores `SET`, then wakes the owner both ways it may wait: through its
-//! seat (helping, in the sleep protocol, whose final check reads the latch
-//! under the seat's lock) and by unparking its thread (parked, when it
-//! cannot help). `loom_model` checks it.
+//! stores `SET`, then unparks the owner. `loom_model` checks it.
 //!
-//! While it waits, the owner helps as any waiting worker does: it runs
-//! queued tasks and steals jobs, as rayon's `join` does. It is not yet
-//! isolated: what it runs need not belong to `b`.
+//! # Isolated waits
+//!
+//! The rule: a waiting owner runs only work of a level strictly above its
+//! channel's, and jobs of its channel (its own deque's first, then the
+//! other seats'). It never starts a task of its own level or a lower one,
+//! so a task waiting for a short half does not stall behind an unrelated
+//! long task (rayon #957).
+//!
+//! Why the wait still makes progress: the thief runs `b`; the owner needs
+//! nothing else. Between rounds that found nothing it parks, a timed wait
+//! (1 µs doubling to 100 µs), so it looks again for urgent work and for
+//! jobs of `b`'s subtree at least that often; the thief unparks it at
+//! once when `b` is done. The owner is not one of the sleep protocol's
+//! idle workers meanwhile: no post counts on it.
+//!
+//! The price, as with oneTBB's `isolate`: a stolen `b` that blocks
+//! without helping (a plain channel receive) on a task of the owner's
+//! level waits for a worker other than the owner.
+//!
+//! Not yet isolated: a job of the same channel that belongs to another
+//! `join`'s subtree may run in the wait (jobs carry no ancestry); and a
+//! scope's wait (`scope`, `ScopedJoinHandle::join`) helps as any waiting
+//! worker does.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
@@ -40,7 +57,15 @@ use super::ScopeState;
 use crate::core::context::WorkerLocal;
 use crate::core::job::JobRef;
 use crate::core::Shared;
-use crate::sync::{park, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
+use std::time::Duration;
+
+use crate::sync::{park_timeout, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
+
+/// The first and the longest park of a waiting owner that found nothing
+/// to run: it looks again for work it may run (a job of `b`'s channel, a
+/// task of a higher level) at least this often.
+const MIN_PAUSE: Duration = Duration::from_micros(1);
+const MAX_PAUSE: Duration = Duration::from_micros(100);
 
 const UNSET: u8 = 0;
 const WAITING: u8 = 1;
@@ -68,10 +93,10 @@ impl JobLatch {
         self.state.load(Ordering::Acquire) == SET
     }
 
-    /// The owner's wait: registers, then calls `help` with the latch's
-    /// check, which returns `true` once the latch is set, or `false` if it
-    /// cannot help; then parks until the latch is set.
-    pub(super) fn wait(&self, help: impl FnOnce(&dyn Fn() -> bool) -> bool) {
+    /// The owner's wait: registers, then calls `help_once` until the
+    /// latch is set, parking (a timed wait, doubling up to
+    /// [`MAX_PAUSE`]) whenever it found nothing to run.
+    pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
         let me = thread_current();
         // SAFETY: the thief reads the slot only once it sees `WAITING`,
         // which the exchange below publishes after this write.
@@ -83,22 +108,31 @@ impl JobLatch {
         {
             return;
         }
-        // Helping runs the pool's work; what unwinds out of it (a
-        // behavior's `channel`) must not end the wait while the thief may
-        // still write the job: it is logged, and the owner parks instead.
-        match catch_unwind(AssertUnwindSafe(|| help(&|| self.is_set()))) {
-            Ok(true) => return,
-            Ok(false) => {}
-            Err(panic) => {
-                log::error!(
-                    "smartpool: a panic while a join's caller helped its pool: {}; waiting on",
-                    crate::contain::panic_message(&*panic)
-                );
-                crate::contain::drop_contained(panic, "a panic payload's drop");
-            }
-        }
+        let mut pause = MIN_PAUSE;
         while !self.is_set() {
-            park();
+            // Helping runs the pool's work; what unwinds out of it (a
+            // behavior's `channel`) must not end the wait while the thief
+            // may still write the job: it is logged, and the wait goes on.
+            match catch_unwind(AssertUnwindSafe(&mut help_once)) {
+                Ok(true) => {
+                    pause = MIN_PAUSE;
+                    continue;
+                }
+                Ok(false) => {}
+                Err(panic) => {
+                    log::error!(
+                        "smartpool: a panic while a join's caller helped its pool: {}; \
+                         waiting on",
+                        crate::contain::panic_message(&*panic)
+                    );
+                    crate::contain::drop_contained(panic, "a panic payload's drop");
+                }
+            }
+            if self.is_set() {
+                return;
+            }
+            park_timeout(pause);
+            pause = (pause * 2).min(MAX_PAUSE);
         }
     }
 
@@ -133,10 +167,6 @@ struct StackJob<F, R> {
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<ThreadResult<R>>>,
     latch: JobLatch,
-    /// The owner's pool (alive while the thief, one of its workers, runs)
-    /// and seat: where a thief rouses the owner.
-    shared: *const Shared,
-    seat: usize,
 }
 
 impl<F, R> StackJob<F, R>
@@ -159,12 +189,9 @@ where
         let result = catch_unwind(AssertUnwindSafe(func.expect("a job runs once")));
         // SAFETY: as above; the owner reads it after the latch's acquire.
         unsafe { (*job).result.with_mut(|slot| *slot = Some(result)) };
-        // SAFETY: as above; after the set only the copies are used.
-        let (shared, seat) = unsafe { ((*job).shared, (*job).seat) };
-        // SAFETY: the latch is live until set.
+        // SAFETY: the latch is live until set; after it, only the clone of
+        // the owner's thread is used.
         if let Some(owner) = unsafe { JobLatch::set(std::ptr::addr_of!((*job).latch)) } {
-            // SAFETY: the pool outlives its workers, this thread among them.
-            unsafe { (*shared).sleep.rouse(seat) };
             owner.unpark();
         }
     }
@@ -188,8 +215,6 @@ where
         func: UnsafeCell::new(Some(b)),
         result: UnsafeCell::new(None),
         latch: JobLatch::new(),
-        shared,
-        seat: local.index,
     };
     let data = std::ptr::addr_of!(job).cast::<()>();
     // SAFETY: `job` lives until this function returns, which it does only
@@ -210,7 +235,7 @@ where
             if let Some(older) = other {
                 local.jobs.push(shared, local.index, older);
             }
-            job.latch.wait(|done| local.help_until(done));
+            job.latch.wait(|| local.help_once(channel));
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
             let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });
