@@ -125,6 +125,7 @@ mod behavior;
 mod blocking;
 mod builder;
 pub mod channel;
+pub use scope::par;
 mod contain;
 mod context;
 mod core;

@@ -474,3 +474,42 @@ fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
     futures::executor::block_on(second).unwrap();
     futures::executor::block_on(owned.close());
 }
+
+/// `smartpool::par`: every index once, in order where it returns values,
+/// empty inputs, from outside the pool and inside a task, on 1 and 2
+/// threads.
+#[test]
+fn parallel_loops_visit_every_item_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let check = |pool: &Pool<Flat>| {
+        let n = scaled(10_000);
+        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        smartpool::par::for_range(&pool.work, 0..n, |i| {
+            hits[i].fetch_add(1, Relaxed);
+        });
+        assert!(hits.iter().all(|h| h.load(Relaxed) == 1));
+        let mut values: Vec<usize> = (0..n).collect();
+        smartpool::par::for_each_mut(&pool.work, &mut values, |v| *v *= 2);
+        assert!(values.iter().enumerate().all(|(i, &v)| v == 2 * i));
+        let sum = AtomicUsize::new(0);
+        smartpool::par::for_each(&pool.work, &values, |v| {
+            sum.fetch_add(*v, Relaxed);
+        });
+        assert_eq!(sum.into_inner(), n * (n - 1));
+        smartpool::par::for_each_chunk_mut(&pool.work, &mut values, 7, |index, chunk| {
+            assert!(chunk.len() == 7 || index == n.div_ceil(7) - 1);
+            chunk.iter_mut().for_each(|v| *v = index);
+        });
+        assert!(values.iter().enumerate().all(|(i, &v)| v == i / 7));
+        let squares = smartpool::par::map(&pool.work, &values, |v| v * v);
+        assert!(squares.iter().zip(&values).all(|(s, v)| *s == v * v));
+        assert!(smartpool::par::map(&pool.work, &[] as &[u8], |v| *v).is_empty());
+        smartpool::par::for_range(&pool.work, 5..5, |_| unreachable!());
+    };
+    for threads in [1, 2] {
+        let owned = pool(threads);
+        check(&owned.pool);
+        inside(&owned, move |pool| check(pool));
+        futures::executor::block_on(owned.close());
+    }
+}

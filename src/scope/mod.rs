@@ -82,6 +82,7 @@ mod handle;
 mod help;
 mod join;
 mod latch;
+pub mod par;
 mod stack;
 
 pub use handle::ScopedJoinHandle;
