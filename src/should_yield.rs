@@ -74,7 +74,7 @@ pub fn should_yield() -> bool {
             crate::core::context::should_yield(scheduler.as_ptr().cast::<()>(), from)
         })
     })
-    .unwrap_or(false)
+    .unwrap_or_else(crate::core::context::job_should_yield)
 }
 
 /// Yields once if [`should_yield`] says so, else completes at once

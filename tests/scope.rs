@@ -590,3 +590,82 @@ fn close_waits_for_spawned_closures_and_a_closed_pool_runs_them_here() {
     });
     assert_eq!(*ran_on.lock().unwrap(), Some(caller));
 }
+
+/// `spawn_fifo` keeps each closure on its own pool: two pools of one
+/// worker each, closures spawned to both from one scope, each runs on its
+/// pool's worker.
+#[test]
+fn spawn_fifo_closures_run_on_their_own_pool() {
+    let a = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let b = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let worker_of = |owned: &OwnedPool<TwoLevels>| {
+        block_on(owned.pool.low.exec(run(|| std::thread::current().id()))).unwrap()
+    };
+    let (wa, wb) = (worker_of(&a), worker_of(&b));
+    let ran = Mutex::new(Vec::new());
+    smartpool::scope(|s| {
+        for i in 0..20 {
+            let (pool, ran) = (if i % 2 == 0 { &a.pool } else { &b.pool }, &ran);
+            s.spawn_fifo(&pool.low, move || {
+                ran.lock()
+                    .unwrap()
+                    .push((i % 2, std::thread::current().id()))
+            });
+        }
+    });
+    let ran = ran.into_inner().unwrap();
+    assert_eq!(ran.len(), 20);
+    assert!(ran
+        .iter()
+        .all(|&(which, id)| id == if which == 0 { wa } else { wb }));
+    assert!(common::close_within(a, FAILSAFE) && common::close_within(b, FAILSAFE));
+}
+
+/// A scope's body that closes the pool after spawning on it: close waits
+/// for the spawned closure (which runs), then returns, and so does the
+/// scope.
+#[test]
+fn a_scope_body_may_close_the_pool_it_spawned_on() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let ran = AtomicUsize::new(0);
+    let closed = common::within(FAILSAFE, move || {
+        smartpool::scope(|s| {
+            s.spawn(&pool.low, || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+            block_on(owned.close());
+        });
+        ran.into_inner()
+    });
+    assert_eq!(closed, Some(1));
+}
+
+/// `should_yield` inside a spawned closure that a worker runs outside any
+/// task: it answers for the closure's channel, so the closure sees the
+/// urgent task that came meanwhile.
+#[test]
+fn should_yield_inside_a_spawned_closure_sees_urgent_work() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let pool = owned.pool.clone();
+    let (started, running) = mpsc::channel();
+    std::thread::scope(|threads| {
+        let spawner = threads.spawn(|| {
+            smartpool::scope(|s| {
+                s.spawn(&pool.low, move || {
+                    started.send(()).unwrap();
+                    let deadline = std::time::Instant::now() + FAILSAFE;
+                    while !smartpool::should_yield() {
+                        assert!(std::time::Instant::now() < deadline, "never asked to yield");
+                        std::hint::spin_loop();
+                    }
+                });
+            });
+        });
+        running.recv_timeout(FAILSAFE).expect("the closure started");
+        let urgent = pool.high.exec(run(|| ()));
+        spawner.join().unwrap();
+        block_on(urgent).unwrap();
+    });
+    assert!(common::close_within(owned, FAILSAFE));
+}

@@ -45,6 +45,9 @@ pub(crate) struct WorkerLocal {
     /// whether there is one (one load to check on the search's path).
     stolen: Cell<Option<super::job::JobRef>>,
     holding: Cell<bool>,
+    /// The channel of the job this worker runs outside any task's poll, if
+    /// it runs one (for `should_yield` inside it).
+    job_channel: Cell<Option<usize>>,
     /// Where the worker's next search round looks at the other workers'
     /// slots (see `lifo::watch::Watch::observe_window`).
     pub(crate) watch_from: Cell<usize>,
@@ -106,6 +109,7 @@ impl WorkerLocal {
                 jobs,
                 stolen: Cell::new(None),
                 holding: Cell::new(false),
+                job_channel: Cell::new(None),
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
@@ -461,6 +465,7 @@ impl WorkerLocal {
 
     /// Puts `job` in the worker's hands, to run once its search returns.
     pub(crate) fn hold_job(&self, job: super::job::JobRef) {
+        debug_assert!(!self.holding.get(), "a worker holds one job at most");
         self.stolen.set(Some(job));
         self.holding.set(true);
     }
@@ -474,11 +479,20 @@ impl WorkerLocal {
         }
         match self.stolen.take() {
             Some(job) => {
-                job.run();
+                self.run_job(job);
                 true
             }
             None => false,
         }
+    }
+
+    /// Runs `job` on this worker: `should_yield` inside it answers for the
+    /// job's channel (a task polled inside it answers for its own).
+    pub(crate) fn run_job(&self, job: super::job::JobRef) {
+        let outer = self.job_channel.replace(Some(job.channel()));
+        // (A job catches its own panics.)
+        job.run();
+        self.job_channel.set(outer);
     }
 
     /// The pool's shared state, while a thread is this worker.
@@ -585,6 +599,18 @@ pub(crate) fn should_yield(pool: *const (), channel: usize) -> bool {
     unsafe {
         with_local(|local, current| std::ptr::addr_eq(current, pool) && local.should_yield(channel))
     }
+    .unwrap_or(false)
+}
+
+/// Whether the job the calling worker runs outside any task's poll should
+/// yield (see `WorkerLocal::run_job`): `false` if it runs none.
+pub(crate) fn job_should_yield() -> bool {
+    crate::context::with_worker(|local: &WorkerLocal| {
+        local
+            .job_channel
+            .get()
+            .is_some_and(|channel| local.should_yield(channel))
+    })
     .unwrap_or(false)
 }
 

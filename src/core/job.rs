@@ -52,6 +52,11 @@ impl JobRef {
         JobRef { data, run, channel }
     }
 
+    /// The job's channel.
+    pub(crate) fn channel(&self) -> usize {
+        self.channel
+    }
+
     /// Whether this is the job at `data`.
     pub(crate) fn is(&self, data: *const ()) -> bool {
         self.data == data

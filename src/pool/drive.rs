@@ -199,6 +199,11 @@ impl<B: PoolBehavior> Pool<B> {
         let mut ran = 0;
         while ran < most {
             let Some(task) = find(self, &context, &mut cursor) else {
+                // A search that took a job returns none: it runs here.
+                if worker.run_stolen() {
+                    ran += 1;
+                    continue;
+                }
                 break;
             };
             if ran == 0 {

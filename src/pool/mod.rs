@@ -136,13 +136,20 @@ impl<B: PoolBehavior> Pool<B> {
         {
             return None;
         }
+        // Jobs first: they finish work already started (a join's other
+        // half, a scope's closures, whose caller waits), and a job spawned
+        // from outside has no owner to run it if a stream of tasks kept
+        // the worker busy.
+        if self.steal_job(worker, index) {
+            return None;
+        }
         let mut panicked = false;
         if let Some(task) = self.pop(worker, index, &mut panicked) {
             task.set_from(index);
             self.running(worker, index);
             return Some(task);
         }
-        if panicked || self.steal_job(worker, index) {
+        if panicked {
             return None;
         }
         status.clear(bit);

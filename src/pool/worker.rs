@@ -397,7 +397,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             .or_else(|| crate::core::job::steal(shared, local.index, channel))
         {
             Some(job) => {
-                job.run();
+                local.run_job(job);
                 true
             }
             None => false,

@@ -112,13 +112,10 @@ struct ScopeState {
     /// The channel of the waiter's pool that the body's last `spawn` went
     /// to, plus one (0: none): the waiter runs its jobs first.
     spawned_on: AtomicUsize,
-    /// The pool the first `spawn` went to: the scope holds one count
-    /// towards its close for all its spawns there (see `stack`), given
-    /// back as `scope` returns.
-    holds: std::sync::OnceLock<Arc<crate::core::Shared>>,
-    /// The jobs of `spawn_fifo`, oldest first: each published job stands
-    /// for "run the oldest" (see `stack`).
-    fifo: Mutex<std::collections::VecDeque<crate::core::job::JobRef>>,
+    /// The queues of `spawn_fifo`, one per pool and channel, each oldest
+    /// first: each published job stands for "run the oldest" of its queue
+    /// (see `stack`).
+    fifo: Mutex<Vec<Arc<stack::Fifo>>>,
 }
 
 impl fmt::Debug for ScopeState {
@@ -185,8 +182,7 @@ impl ScopeState {
             let Some(job) = local.jobs.pop(channel) else {
                 break;
             };
-            // (A job catches its own panics.)
-            job.run();
+            local.run_job(job);
         }
     }
 
@@ -325,8 +321,7 @@ where
             waiter_pool: help::current().map(|help| help.pool_id()),
             pending: Mutex::new(Vec::new()),
             spawned_on: AtomicUsize::new(0),
-            holds: std::sync::OnceLock::new(),
-            fifo: Mutex::new(std::collections::VecDeque::new()),
+            fifo: Mutex::new(Vec::new()),
         }),
         scope: PhantomData,
         env: PhantomData,
@@ -336,10 +331,6 @@ where
     scope.state.run_spawned();
     scope.state.run_own();
     scope.state.latch.wait();
-    if let Some(pool) = scope.state.holds.get() {
-        // Every spawned job ran: close may go on.
-        pool.release_counted();
-    }
     // Every task has ended: the panic slot is final.
     let task_panic = lock(&scope.state.panic).take();
     match (result, task_panic) {
@@ -401,9 +392,11 @@ impl<'scope> Scope<'scope, '_> {
     /// handle, and no task. On a worker of `channel`'s pool (inside one of
     /// its tasks, or a `join`), `func` is a job on that worker's deque,
     /// which idle workers steal and the scope's waiter runs itself; from
-    /// any other thread it is a task of `channel`. A panic in `func` is
-    /// resumed by [`scope`] once every task ended. If the pool is closing,
-    /// `func` runs on the caller.
+    /// any other thread it is a job on the channel's injector. Either way
+    /// it runs at `channel`'s level, ahead of the channel's queued tasks,
+    /// and close waits for it. A panic in `func` is resumed by [`scope`]
+    /// once every task ended. If the pool is closing, or `channel`
+    /// belongs to no pool, `func` runs on the caller.
     ///
     /// ```
     /// # use smartpool::prelude::*;

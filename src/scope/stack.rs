@@ -250,16 +250,14 @@ where
 }
 
 /// A closure spawned in a scope, on the heap, published as a job: the
-/// scope's count and a count towards close come with it (its own, or the
-/// scope's for its first pool), so neither the scope nor close ends
-/// before it ran.
+/// scope's count and a count towards close come with it, so neither the
+/// scope nor close ends before it ran.
 struct HeapJob<F> {
     func: F,
     scope: Arc<ScopeState>,
-    /// The pool, alive while a count is held: the job's own, released
-    /// after the run, or the scope's.
+    /// The pool, alive while the job's count is held: released after the
+    /// run.
     shared: *const Shared,
-    counted: bool,
 }
 
 impl<F: FnOnce() + Send> HeapJob<F> {
@@ -275,17 +273,14 @@ impl<F: FnOnce() + Send> HeapJob<F> {
             func,
             scope,
             shared,
-            counted,
         } = *job;
         if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
             scope.record_panic(panic);
         }
         scope.latch.count_down();
-        if counted {
-            // SAFETY: the count keeps the pool from terminating, so its
-            // shared state alive, until this release.
-            unsafe { (*shared).release_counted() };
-        }
+        // SAFETY: the count keeps the pool from terminating, so its shared
+        // state alive, until this release.
+        unsafe { (*shared).release_counted() };
     }
 }
 
@@ -303,33 +298,16 @@ pub(super) fn spawn_on<F>(
 ) where
     F: FnOnce() + Send,
 {
-    // Counted towards close whatever the channel's close policy (a job
-    // cannot be dropped unrun, so close waits for it to run): by the
-    // scope's one count for the first pool it spawned on, else by a count
-    // of its own.
-    let covered = scope
-        .holds
-        .get()
-        .is_some_and(|held| Arc::ptr_eq(held, shared));
-    let counted = if covered {
-        if !shared.close.is_open() {
-            return run_here(scope, func);
-        }
-        false
-    } else {
-        if !shared.close.admit() {
-            shared.release_counted();
-            return run_here(scope, func);
-        }
-        // The first pool: this count becomes the scope's, kept until it
-        // returns. (If another spawn set it first, the job keeps its own.)
-        scope.holds.set(shared.clone()).is_err()
-    };
+    // Counted towards close whatever the channel's close policy: a job
+    // cannot be dropped unrun, so close waits for it to run.
+    if !shared.close.admit() {
+        shared.release_counted();
+        return run_here(scope, func);
+    }
     let job = Box::new(HeapJob {
         func,
         scope: scope.clone(),
         shared: &**shared,
-        counted,
     });
     let data = Box::into_raw(job).cast_const().cast::<()>();
     // SAFETY: the box is freed by its one run. What `func` borrows outlives
@@ -337,11 +315,13 @@ pub(super) fn spawn_on<F>(
     // back last but the close count, reaches 0.
     let mut job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel) };
     if fifo {
-        crate::sync::lock(&scope.fifo).push_back(job_ref);
-        // SAFETY: the scope's state lives until its count reaches 0, and
-        // each published "run the oldest" stands for one queued job that
-        // holds a count until it ran: the state outlives the run below.
-        job_ref = unsafe { JobRef::new(Arc::as_ptr(scope).cast(), run_oldest, channel) };
+        let queue = Fifo::of(scope, shared.id, channel);
+        crate::sync::lock(&queue.jobs).push_back(job_ref);
+        // SAFETY: the queue lives as long as the scope's state, which lives
+        // until its count reaches 0; each published "run the oldest" stands
+        // for one queued job, which holds a count until it ran: the queue
+        // outlives the run below.
+        job_ref = unsafe { JobRef::new(Arc::as_ptr(&queue).cast(), run_oldest, channel) };
     }
     match local {
         Some(local) => local.jobs.push(shared, local.index, job_ref),
@@ -349,15 +329,44 @@ pub(super) fn spawn_on<F>(
     }
 }
 
-/// Runs the oldest job of the `spawn_fifo` queue of the scope at `data`.
+/// A scope's `spawn_fifo` queue for one channel of one pool: its jobs,
+/// oldest first.
+pub(super) struct Fifo {
+    pool: usize,
+    channel: usize,
+    jobs: crate::sync::Mutex<std::collections::VecDeque<JobRef>>,
+}
+
+impl Fifo {
+    /// `scope`'s queue for channel `channel` of the pool `pool`, made on
+    /// first use.
+    fn of(scope: &ScopeState, pool: usize, channel: usize) -> Arc<Fifo> {
+        let mut queues = crate::sync::lock(&scope.fifo);
+        if let Some(queue) = queues
+            .iter()
+            .find(|q| q.pool == pool && q.channel == channel)
+        {
+            return queue.clone();
+        }
+        let queue = Arc::new(Fifo {
+            pool,
+            channel,
+            jobs: crate::sync::Mutex::new(std::collections::VecDeque::new()),
+        });
+        queues.push(queue.clone());
+        queue
+    }
+}
+
+/// Runs the oldest job of the `spawn_fifo` queue at `data`.
 ///
 /// # Safety
 ///
-/// `data` is a scope's state with a job in its queue for this call.
+/// `data` is a scope's queue with a job in it for this call.
 unsafe fn run_oldest(data: *const ()) {
-    // SAFETY: by the contract; the state is not touched after the run.
-    let scope = unsafe { &*data.cast::<ScopeState>() };
-    let job = crate::sync::lock(&scope.fifo).pop_front();
+    // SAFETY: by the contract; the queue is not touched after the run.
+    let queue = unsafe { &*data.cast::<Fifo>() };
+    let job = crate::sync::lock(&queue.jobs).pop_front();
     job.expect("one queued job a published call").run();
 }
 

@@ -20,8 +20,7 @@ fn state() -> Arc<ScopeState> {
         waiter_pool: None,
         pending: Mutex::new(Vec::new()),
         spawned_on: crate::sync::AtomicUsize::new(0),
-        holds: std::sync::OnceLock::new(),
-        fifo: Mutex::new(std::collections::VecDeque::new()),
+        fifo: Mutex::new(Vec::new()),
     })
 }
 
