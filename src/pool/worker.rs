@@ -391,11 +391,10 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 return true;
             }
         }
-        match local
-            .jobs
-            .pop(channel)
-            .or_else(|| crate::core::job::steal(shared, local.index, channel))
-        {
+        // Other seats' jobs only: this seat's deque holds the jobs of the
+        // frames below the wait (their owners take them back), which may
+        // be long and belong to no part of `b`.
+        match crate::core::job::steal(shared, local.index, channel) {
             Some(job) => {
                 local.run_job(job);
                 true

@@ -27,10 +27,10 @@
 //! # Isolated waits
 //!
 //! The rule: a waiting owner runs only work of a level strictly above its
-//! channel's, and jobs of its channel (its own deque's first, then the
-//! other seats'). It never starts a task of its own level or a lower one,
-//! so a task waiting for a short half does not stall behind an unrelated
-//! long task (rayon #957).
+//! channel's, and jobs of its channel that other seats published (its own
+//! deque holds the frames below it, whose owners take them back). It never
+//! starts a task of its own level or a lower one, so a task waiting for a
+//! short half does not stall behind an unrelated long task (rayon #957).
 //!
 //! Why the wait still makes progress: the thief runs `b`; the owner needs
 //! nothing else. Between rounds that found nothing it parks, a timed wait
