@@ -228,3 +228,41 @@ impl PoolBehavior for Limited {
         }
     }
 }
+
+/// `block_in_place` inside a stolen half of a `join`: while the half
+/// blocks, a stand-in serves its worker's place (the join's caller waits
+/// isolated and takes no task of its level), so a task submitted
+/// meanwhile runs before the half is let go.
+#[test]
+fn block_in_place_inside_a_stolen_join_half_keeps_the_pool_running() {
+    let owned = OwnedPool::new(Flat::new(2)).unwrap();
+    let pool = owned.pool.clone();
+    let gate = common::Gate::new();
+    let (b_started, b_running) = mpsc::channel();
+    let joined = {
+        let (pool2, gate) = (pool.clone(), gate.clone());
+        pool.work.exec(run(move || {
+            let (to_a, from_b) = mpsc::channel();
+            smartpool::join(
+                &pool2.work,
+                move || from_b.recv_timeout(common::FAILSAFE).expect("b started"),
+                move || {
+                    to_a.send(()).unwrap();
+                    b_started.send(()).unwrap();
+                    block_in_place(|| gate.wait());
+                },
+            );
+        }))
+    };
+    b_running
+        .recv_timeout(common::FAILSAFE)
+        .expect("b was stolen");
+    let other = pool.work.exec(run(|| 5));
+    let (done, ran) = mpsc::channel();
+    std::thread::spawn(move || done.send(futures::executor::block_on(other).unwrap()));
+    let ran = ran.recv_timeout(common::FAILSAFE);
+    gate.open();
+    assert_eq!(ran, Ok(5), "a task ran while the stolen half blocked");
+    futures::executor::block_on(joined).unwrap();
+    futures::executor::block_on(owned.close());
+}

@@ -295,3 +295,38 @@ fn a_stale_bit_is_no_deadlock() {
     drop(pool);
     futures::executor::block_on(owned.close());
 }
+
+/// Jobs keep to their level: a low task's `join` on two workers, one of
+/// them reserved for the high level, runs both halves on the common
+/// worker (the reserved one never steals a low job), while the same join
+/// on the high level has its second half stolen by the other worker.
+#[test]
+fn a_reserved_worker_steals_only_jobs_of_its_levels() {
+    let owned = OwnedPool::new(reserving(2, 1)).unwrap();
+    let pool = owned.pool.clone();
+    let on = |channel: fn(&Pool<TwoLevels>) -> &VecDequeChannel, wait: std::time::Duration| {
+        let pool2 = pool.clone();
+        let task = channel(&pool).exec(run(move || {
+            let chan = channel(&pool2);
+            let (to_a, from_b) = std::sync::mpsc::channel();
+            let (a, b) = smartpool::join(
+                chan,
+                // `a` gives `b` up to `wait` to be stolen, then goes on.
+                move || {
+                    let _ = from_b.recv_timeout(wait);
+                    thread::current().id()
+                },
+                move || {
+                    let _ = to_a.send(());
+                    thread::current().id()
+                },
+            );
+            a == b
+        }));
+        futures::executor::block_on(task).unwrap()
+    };
+    let short = std::time::Duration::from_millis(100);
+    assert!(on(|p| &p.low, short), "the reserved worker stole a low job");
+    assert!(!on(|p| &p.high, FAILSAFE), "the high job was not stolen");
+    futures::executor::block_on(owned.close());
+}
