@@ -164,7 +164,7 @@ pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool
 #[cfg(feature = "metrics")]
 pub use pool::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use run::{run, try_run, Run};
-pub use scope::{join, scope, Scope, ScopedJoinHandle};
+pub use scope::{install, join, scope, Scope, ScopedJoinHandle};
 pub use should_yield::{should_yield, yield_if_needed, YieldIfNeeded};
 pub use task::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError, RunningTask};
 pub use thread_config::{ThreadConfig, MIN_STACK_SIZE};

@@ -513,3 +513,35 @@ fn parallel_loops_visit_every_item_once() {
         futures::executor::block_on(owned.close());
     }
 }
+
+/// `install` (rayon's): from outside, `f` runs on a worker and its value
+/// or panic comes back; on a worker it runs there; a closed pool and a
+/// zero-thread pool run it on the caller.
+#[test]
+fn install_runs_on_a_worker_and_returns_its_value_or_panic() {
+    let owned = pool(2);
+    let caller = std::thread::current().id();
+    let ran_on = smartpool::install(&owned.pool.work, || std::thread::current().id());
+    assert_ne!(ran_on, caller, "ran on a worker");
+    let inner = inside(&owned, |pool| {
+        let here = std::thread::current().id();
+        smartpool::install(&pool.work, || std::thread::current().id()) == here
+    });
+    assert!(inner, "on a worker, install runs in place");
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        smartpool::install(&owned.pool.work, || panic!("installed panic"))
+    }));
+    let payload = panicked.expect_err("resumed here");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"installed panic"));
+    let closed = owned.pool.clone();
+    futures::executor::block_on(owned.close());
+    assert_eq!(
+        smartpool::install(&closed.work, || std::thread::current().id()),
+        caller
+    );
+    let zero = pool(0);
+    assert_eq!(
+        smartpool::install(&zero.pool.work, || std::thread::current().id()),
+        caller
+    );
+}

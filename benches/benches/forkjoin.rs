@@ -3,9 +3,11 @@
 //!
 //! * **F1 join**: fib(30) by `join`, sequential below 10 (28,656 joins),
 //!   on 1 and on 2 threads; the time a join. Target ≤ 1.5 × rayon.
-//! * **F2 frame**: one scope of 1,000 tasks of about 0.2 µs, 200 frames;
-//!   the time a frame, with the scope opened from outside the pool and
-//!   from inside a pool task. Target ≤ 1.1 × `rayon::scope`.
+//! * **F2 frame**: one scope of 1,000 spawned closures of about 0.2 µs,
+//!   200 frames; the time a frame, with the scope opened from outside the
+//!   pool (plainly, and inside `smartpool::install`; rayon's
+//!   `ThreadPool::scope`) and from inside a pool task (rayon: inside
+//!   `install`). Target ≤ 1.1 × rayon.
 //! * **F3 frame of 2 µs tasks**: the same with tasks of about 2 µs.
 //!   Target ≤ 1.05 ×.
 //! * **F4 quicksort**: 10⁶ `u32`, sequential below 32. Target ≤ 1.2 ×.
@@ -120,6 +122,15 @@ fn frame_ours(pool: &Pool<Flat>, task: Duration) {
 
 fn frame_rayon(task: Duration) {
     rayon::scope(|s| {
+        for _ in 0..TASKS {
+            s.spawn(move |_| work(task));
+        }
+    });
+}
+
+/// A frame opened from outside `pool`: its body runs in the pool.
+fn frame_rayon_on(pool: &rayon::ThreadPool, task: Duration) {
+    pool.scope(|s| {
         for _ in 0..TASKS {
             s.spawn(move |_| work(task));
         }
@@ -262,13 +273,33 @@ fn main() {
                 if !want(rows) {
                     continue;
                 }
+                // From outside, a frame at a time: `smartpool::scope` on
+                // the calling thread, or inside `install`; rayon's
+                // `ThreadPool::scope`, which installs its body.
+                let rayon_outside = || (0..frames).for_each(|_| frame_rayon_on(&rayon, task));
                 let (o, r) = interleave(
                     reps,
                     || (0..frames).for_each(|_| frame_ours(&pool, task)),
-                    || rayon.install(|| (0..frames).for_each(|_| frame_rayon(task))),
+                    rayon_outside,
                 );
                 row(
                     &format!("{name}, from outside, a frame"),
+                    "µs",
+                    o / frames as f64 * 1e6,
+                    r / frames as f64 * 1e6,
+                    target,
+                );
+                let (o, r) = interleave(
+                    reps,
+                    || {
+                        (0..frames).for_each(|_| {
+                            smartpool::install(&pool.work, || frame_ours(&pool, task))
+                        })
+                    },
+                    rayon_outside,
+                );
+                row(
+                    &format!("{name}, from outside by install, a frame"),
                     "µs",
                     o / frames as f64 * 1e6,
                     r / frames as f64 * 1e6,

@@ -183,6 +183,12 @@ impl CloseState {
         }
     }
 
+    /// Whether any worker thread is running (none in a zero-thread pool,
+    /// nor once they exited).
+    pub(crate) fn has_workers(&self) -> bool {
+        self.workers.load(Ordering::Acquire) > 0
+    }
+
     /// Forces `TERMINATED`: the pool failed to start, and `spawned` of its
     /// workers are running (they exit; the last drains). The one exception
     /// to the invariant: a task admitted through a channel shared with the

@@ -116,3 +116,45 @@ where
         (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
     }
 }
+
+/// Runs `f` on a worker of `channel`'s pool, at `channel`'s level, and
+/// returns its result (rayon's `ThreadPool::install`). Inside `f`, `join`,
+/// [`Scope::spawn`](crate::Scope::spawn) and [`par`](crate::par) loops on
+/// that pool publish their jobs on the worker's own deque: a frame of
+/// scoped closures opened from outside the pool runs as fast as one
+/// opened inside it.
+///
+/// On a worker of the pool, `f` runs here. From any other thread, `f` is a
+/// job on `channel`, and the caller waits, parked, until a worker ran it;
+/// a panic in `f` is resumed here. If the pool is closing, has no worker
+/// thread (a zero-thread pool), or `channel` belongs to no pool, `f` runs
+/// on the caller.
+///
+/// ```
+/// # use smartpool::prelude::*;
+/// # let owned = smartpool::Builder::new().threads(2).levels(2).build().unwrap();
+/// let level = owned.pool.level(0);
+/// let mut cells = vec![0u32; 100];
+/// smartpool::install(level, || {
+///     smartpool::scope(|s| {
+///         for (i, cell) in cells.iter_mut().enumerate() {
+///             s.spawn(level, move || *cell = i as u32 * 2);
+///         }
+///     })
+/// });
+/// assert_eq!(cells[99], 198);
+/// ```
+pub fn install<C, F, R>(channel: &C, f: F) -> R
+where
+    C: Channel + ?Sized,
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let Some(link) = channel.link() else {
+        return f();
+    };
+    if crate::core::context::current_of(link.pool_id()).is_some() {
+        return f();
+    }
+    super::stack::install_from_outside(&link.shared, link.index(), f)
+}

@@ -243,7 +243,7 @@ mod stack_latch {
         result: UnsafeCell<u32>,
     }
 
-    fn run(help_once: fn() -> bool) {
+    fn run(help_once: Option<fn() -> bool>) {
         loom::model(move || {
             let job = Arc::new(Job {
                 latch: JobLatch::new(),
@@ -261,7 +261,10 @@ mod stack_latch {
                     }
                 })
             };
-            job.latch.wait(help_once);
+            match help_once {
+                Some(help_once) => job.latch.wait(help_once),
+                None => job.latch.wait_parked(),
+            }
             assert!(job.latch.is_set());
             // SAFETY: the latch is set: the thief is done with the cell.
             assert_eq!(job.result.with(|result| unsafe { *result }), 7);
@@ -271,14 +274,19 @@ mod stack_latch {
 
     #[test]
     fn a_parked_owner_is_woken_and_sees_the_result() {
-        run(|| false);
+        run(None);
+    }
+
+    #[test]
+    fn an_owner_that_finds_nothing_to_help_is_woken() {
+        run(Some(|| false));
     }
 
     #[test]
     fn an_owner_that_helps_between_parks_is_woken() {
-        run(|| {
+        run(Some(|| {
             thread::yield_now();
             false
-        });
+        }));
     }
 }

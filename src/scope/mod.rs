@@ -86,7 +86,7 @@ pub mod par;
 mod stack;
 
 pub use handle::ScopedJoinHandle;
-pub use join::join;
+pub use join::{install, join};
 
 use std::any::Any;
 use std::fmt;

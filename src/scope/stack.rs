@@ -59,7 +59,7 @@ use crate::core::job::JobRef;
 use crate::core::Shared;
 use std::time::Duration;
 
-use crate::sync::{park_timeout, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
+use crate::sync::{park, park_timeout, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
 
 /// The first and the longest park of a waiting owner that found nothing
 /// to run: it looks again for work it may run (a job of `b`'s channel, a
@@ -136,9 +136,27 @@ impl JobLatch {
         }
     }
 
+    /// The wait of an owner that cannot help (a thread outside the pool):
+    /// parked until the thief unparks it.
+    pub(super) fn wait_parked(&self) {
+        let me = thread_current();
+        // SAFETY: as in `wait`.
+        self.owner.with_mut(|owner| unsafe { *owner = Some(me) });
+        if self
+            .state
+            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        while !self.is_set() {
+            park();
+        }
+    }
+
     /// The thief's set. Returns the owner's thread if it waits: the caller
-    /// wakes it (and its seat) with what it copied before, since the latch
-    /// may be gone once set.
+    /// unparks it through that clone, since the latch may be gone once
+    /// set.
     ///
     /// # Safety
     ///
@@ -376,4 +394,62 @@ pub(super) fn run_here<F: FnOnce()>(scope: &ScopeState, func: F) {
         scope.record_panic(panic);
     }
     scope.latch.count_down();
+}
+
+/// `install` from a thread that is no seat of the pool of `shared`: `f`
+/// is a job on channel `channel`'s injector, run by a worker at the
+/// channel's level while the caller waits parked. It holds a count
+/// towards close, so the pool runs it before it terminates. If the pool
+/// refuses new work, or has no worker thread to run it, `f` runs here.
+pub(super) fn install_from_outside<F, R>(shared: &Shared, channel: usize, f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    if !shared.close.has_workers() {
+        return f();
+    }
+    if !shared.close.admit() {
+        shared.release_counted();
+        return f();
+    }
+    /// Gives the count back once `f` ran or unwound.
+    struct Release<'a>(&'a Shared);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.release_counted();
+        }
+    }
+    let release = Release(shared);
+    let job = StackJob {
+        func: UnsafeCell::new(Some(move || {
+            let _release = release;
+            f()
+        })),
+        result: UnsafeCell::new(None),
+        latch: JobLatch::new(),
+    };
+    let data = std::ptr::addr_of!(job).cast::<()>();
+    // SAFETY: `job` lives until this function returns, which it does only
+    // once the job ran (its latch set: nobody else runs it); its closure
+    // and result are `Send`.
+    let job_ref = unsafe { JobRef::new(data, run_stolen_of(&job), channel) };
+    crate::core::job::inject(shared, job_ref);
+    job.latch.wait_parked();
+    // SAFETY: the latch is set (acquire): the thief wrote the result and
+    // touches the job no more.
+    let result = job.result.with_mut(|slot| unsafe { (*slot).take() });
+    match result.expect("an installed job ran") {
+        Ok(value) => value,
+        Err(panic) => resume_unwind(panic),
+    }
+}
+
+/// The run function of `job`'s type.
+fn run_stolen_of<F, R>(_: &StackJob<F, R>) -> unsafe fn(*const ())
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    StackJob::<F, R>::run_stolen
 }
