@@ -11,6 +11,9 @@
 //! * **F3 frame of 2 µs tasks**: the same with tasks of about 2 µs.
 //!   Target ≤ 1.05 ×.
 //! * **F4 quicksort**: 10⁶ `u32`, sequential below 32. Target ≤ 1.2 ×.
+//! * **F5 parallel loop**: `par::for_each_mut` over 10⁶ `f64` from
+//!   outside the pool, against rayon's `par_iter_mut` (no issue target;
+//!   1.1 × as the frame's).
 //!
 //! `cargo bench -p smartpool-bench --bench forkjoin`; `ROWS=F1,F4` for
 //! some; `SMARTPOOL_BENCH_QUICK=1` for CI sizes.
@@ -351,6 +354,28 @@ fn main() {
                     o * 1e3,
                     r * 1e3,
                     1.2,
+                );
+            }
+            if want("F5") {
+                // A loop over a slice from outside the pool: `par` (inside
+                // `install`) against rayon's `par_iter_mut` in `install`.
+                use rayon::prelude::*;
+                let n = if quick { 10_000 } else { 1_000_000 };
+                let step = |x: &mut f64| *x = (*x * 1.000_1 + 0.5).sqrt();
+                let mut ours = vec![1.0f64; n];
+                let mut theirs = vec![1.0f64; n];
+                let (o, r) = interleave(
+                    reps,
+                    || smartpool::par::for_each_mut(&pool.work, &mut ours, step),
+                    || rayon.install(|| theirs.par_iter_mut().for_each(step)),
+                );
+                assert_eq!(ours, theirs);
+                row(
+                    &format!("F5 par for_each_mut over {n} f64, 2 threads"),
+                    "ms",
+                    o * 1e3,
+                    r * 1e3,
+                    1.1,
                 );
             }
         }

@@ -7,7 +7,8 @@
 //! idle workers of the channel's level steal halves as they do any job,
 //! and a worker that finds none runs the loop alone with a few dozen
 //! joins of overhead. Each piece runs sequentially on the thread that
-//! holds it.
+//! holds it. Called from outside the pool, a loop runs inside
+//! [`install`]: its splitting happens on the pool's workers.
 //!
 //! Why not rayon's `ParallelIterator`: its adaptors drive themselves
 //! through `rayon_core::join`, which runs on rayon's own thread pool; no
@@ -17,7 +18,7 @@
 
 use std::ops::Range;
 
-use super::join::join;
+use super::join::{install, join};
 use crate::channel::Channel;
 
 /// How many pieces a loop on `channel` aims for: four per worker seat of
@@ -114,7 +115,7 @@ where
     );
     let chunks = items.len().div_ceil(chunk);
     let min = min_piece(channel, chunks);
-    split_mut(channel, items, 0, chunk, min, &f);
+    install(channel, || split_mut(channel, items, 0, chunk, min, &f));
 }
 
 /// `for_each_chunk_mut`'s splitting: `items` holds chunks from `first`.
