@@ -495,11 +495,6 @@ impl WorkerLocal {
         self.job_channel.set(outer);
     }
 
-    /// The pool's shared state, while a thread is this worker.
-    pub(crate) fn shared(&self) -> Option<&Shared> {
-        self.shared.as_deref()
-    }
-
     /// As [`PoolHooks::help_until`].
     pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
         self.hooks.help_until(self, done)

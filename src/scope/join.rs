@@ -63,9 +63,7 @@ where
 {
     if let Some(link) = channel.link() {
         if let Some(local) = crate::core::context::current_of(link.pool_id()) {
-            if let Some(shared) = local.shared() {
-                return super::stack::join_on(&local, shared, link.index(), a, b);
-            }
+            return super::stack::join_on(&local, &link.shared, link.index(), a, b);
         }
     }
     join_queued(channel, a, b)

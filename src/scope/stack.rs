@@ -93,19 +93,24 @@ impl JobLatch {
         self.state.load(Ordering::Acquire) == SET
     }
 
-    /// The owner's wait: registers, then calls `help_once` until the
-    /// latch is set, parking (a timed wait, doubling up to
-    /// [`MAX_PAUSE`]) whenever it found nothing to run.
-    pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
+    /// The owner's registration: writes its thread, then turns the latch
+    /// `WAITING`. Returns `false` if the thief set it first (nothing to
+    /// wait for).
+    fn register(&self) -> bool {
         let me = thread_current();
         // SAFETY: the thief reads the slot only once it sees `WAITING`,
         // which the exchange below publishes after this write.
         self.owner.with_mut(|owner| unsafe { *owner = Some(me) });
-        if self
-            .state
+        self.state
             .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+            .is_ok()
+    }
+
+    /// The owner's wait: registers, then calls `help_once` until the
+    /// latch is set, parking (a timed wait, doubling up to
+    /// [`MAX_PAUSE`]) whenever it found nothing to run.
+    pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
+        if !self.register() {
             return;
         }
         let mut pause = MIN_PAUSE;
@@ -139,14 +144,7 @@ impl JobLatch {
     /// The wait of an owner that cannot help (a thread outside the pool):
     /// parked until the thief unparks it.
     pub(super) fn wait_parked(&self) {
-        let me = thread_current();
-        // SAFETY: as in `wait`.
-        self.owner.with_mut(|owner| unsafe { *owner = Some(me) });
-        if self
-            .state
-            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        if !self.register() {
             return;
         }
         while !self.is_set() {
