@@ -272,36 +272,26 @@ impl Builder {
 
     /// Starts the pool, or says what in the settings is wrong.
     pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
-        if self.levels == 0 {
+        let levels = self.levels;
+        if levels == 0 {
             return Err(ConfigError::NoLevels);
         }
         // Before anything is sized by the count: a level is a channel.
-        if self.levels > crate::MAX_CHANNELS {
-            return Err(ConfigError::TooManyChannels {
-                channels: self.levels,
-            });
+        if levels > crate::MAX_CHANNELS {
+            return Err(ConfigError::TooManyChannels { channels: levels });
         }
-        for &level in self
-            .complete_on_close
-            .iter()
-            .map(|(level, _)| level)
-            .chain(self.options.iter().map(|(level, _)| level))
-        {
-            if level >= self.levels {
-                return Err(ConfigError::NoSuchLevel {
-                    level,
-                    levels: self.levels,
-                });
-            }
+        // The first level a setting names that the pool lacks, if any.
+        let named = self.complete_on_close.iter().map(|&(level, _)| level);
+        let mut named = named.chain(self.options.iter().map(|&(level, _)| level));
+        if let Some(level) = named.find(|&level| level >= levels) {
+            return Err(ConfigError::NoSuchLevel { level, levels });
         }
         // Every level but the lowest; a lone level too.
-        let mut complete: Vec<bool> = (0..self.levels)
-            .map(|l| l + 1 < self.levels || self.levels == 1)
-            .collect();
+        let mut complete: Vec<bool> = (0..levels).map(|l| l + 1 < levels || levels == 1).collect();
         for (level, yes) in self.complete_on_close {
             complete[level] = yes;
         }
-        let mut options = vec![LevelOptions::default(); self.levels];
+        let mut options = vec![LevelOptions::default(); levels];
         for (level, set) in self.options {
             options[level] = set;
         }
@@ -320,7 +310,7 @@ impl Builder {
                 .collect(),
         };
         OwnedPool::new(Leveled {
-            channels: (0..self.levels).map(|_| VecDequeChannel::new()).collect(),
+            channels: (0..levels).map(|_| VecDequeChannel::new()).collect(),
             config,
             options,
             threads: self.threads_config,

@@ -22,11 +22,25 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
     }
 }
 
+/// Runs `f`. A panic in it goes no further: `log` gets its message, and
+/// the result is `None`.
+#[inline]
+pub(crate) fn catch<R>(f: impl FnOnce() -> R, log: impl FnOnce(&str)) -> Option<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => Some(result),
+        Err(panic) => {
+            log(panic_message(&*panic));
+            None
+        }
+    }
+}
+
 /// Drops `value`; a panic in its drop is logged as "smartpool: `what`
 /// panicked: message" and goes no further.
 #[inline]
 pub(crate) fn drop_contained<T>(value: T, what: &str) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        log::error!("smartpool: {what} panicked: {}", panic_message(&*panic));
-    }
+    catch(
+        move || drop(value),
+        |message| log::error!("smartpool: {what} panicked: {message}"),
+    );
 }

@@ -68,22 +68,25 @@ use std::sync::{Mutex, MutexGuard};
 
 use crossbeam_deque::{Steal, Worker};
 
-use crate::core::context::{WorkerContext, WorkerLocal};
+use crate::core::context::WorkerContext;
 use crate::core::link::ChannelLink;
 use crate::task::RunningTask;
 
 /// A work-stealing FIFO: the building block of
 /// [`VecDequeChannel`](crate::VecDequeChannel), usable in channels of your
 /// own.
+#[derive(Default)]
+// Its fields are the injector: tasks submitted from outside the pool, first
+// in, first out (see the module doc for why a lock). On 128-byte lines of
+// its own: its lock and length change with every push and batch taken, and
+// must not share a line with what the channel around it keeps read-mostly,
+// its link to the pool, which every submission reads (W1 slowed when a
+// smaller link shifted it onto the injector's line).
+#[repr(align(128))]
 pub struct WorkQueue {
-    injector: Injector,
-}
-
-/// Whether this pop of `channel` by `local` is the one that looks at the
-/// injector first (see the module doc); counts the pop.
-#[inline]
-fn injector_first(local: &WorkerLocal, channel: usize) -> bool {
-    local.channels[channel].tick.pop()
+    queue: Mutex<VecDeque<RunningTask>>,
+    /// The queue's length, written under the lock after every change.
+    len: AtomicUsize,
 }
 
 /// The most tasks one batch takes from the injector (about crossbeam's,
@@ -95,25 +98,10 @@ const MAX_BATCH: usize = 32;
 /// Past it, draining the queue frees the buffer.
 const KEEP_CAPACITY: usize = 1024;
 
-/// Tasks submitted from outside the pool, first in, first out (see the
-/// module doc for why a lock). On 128-byte lines of its own: its lock and
-/// length change with every push and batch taken, and must not share a
-/// line with what the channel around it keeps read-mostly, its link to the
-/// pool, which every submission reads (W1 slowed when a smaller link
-/// shifted it onto the injector's line).
-#[repr(align(128))]
-struct Injector {
-    queue: Mutex<VecDeque<RunningTask>>,
-    /// The queue's length, written under the lock after every change.
-    len: AtomicUsize,
-}
-
-impl Injector {
-    fn new() -> Injector {
-        Injector {
-            queue: Mutex::new(VecDeque::new()),
-            len: AtomicUsize::new(0),
-        }
+impl WorkQueue {
+    /// An empty queue.
+    pub fn new() -> WorkQueue {
+        WorkQueue::default()
     }
 
     fn lock(&self) -> MutexGuard<'_, VecDeque<RunningTask>> {
@@ -122,14 +110,15 @@ impl Injector {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn push(&self, task: RunningTask) {
+    /// Stores `task` in the injector.
+    fn inject(&self, task: RunningTask) {
         let mut queue = self.lock();
         queue.push_back(task);
         self.len.store(queue.len(), Ordering::Relaxed);
     }
 
-    /// Takes the oldest task and, into `local`, up to half of the rest (at
-    /// most [`MAX_BATCH`] in all).
+    /// Takes the injector's oldest task and, into `local`, up to half of
+    /// the rest (at most [`MAX_BATCH`] in all).
     fn steal(&self, local: Option<&Worker<RunningTask>>) -> Option<RunningTask> {
         if self.is_empty() {
             return None;
@@ -150,7 +139,7 @@ impl Injector {
         first
     }
 
-    /// Moves every queued task into `local`, oldest first.
+    /// Moves every task of the injector into `local`, oldest first.
     #[cold]
     fn drain_into(&self, local: &Worker<RunningTask>) {
         let mut queue = self.lock();
@@ -170,15 +159,6 @@ impl Injector {
     fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
-}
-
-impl WorkQueue {
-    /// An empty queue.
-    pub fn new() -> WorkQueue {
-        WorkQueue {
-            injector: Injector::new(),
-        }
-    }
 
     /// Stores `task`: on the calling worker's local deque if the caller is a
     /// worker of `link`'s pool, else on the shared injector.
@@ -194,10 +174,10 @@ impl WorkQueue {
     /// through its lock.
     #[inline]
     pub fn push(&self, task: RunningTask, link: &ChannelLink) {
-        let pushed = if task.is_requeued() && !self.injector.is_empty() {
+        let pushed = if task.is_requeued() && !self.is_empty() {
             link.push_local_behind(task, |mine| {
                 if mine.deque.is_empty() {
-                    self.injector.drain_into(&mine.deque);
+                    self.drain_into(&mine.deque);
                 } else {
                     mine.tick.owe();
                 }
@@ -206,7 +186,7 @@ impl WorkQueue {
             link.push_local(task)
         };
         if let Err(task) = pushed {
-            self.injector.push(task);
+            self.inject(task);
         }
     }
 
@@ -218,8 +198,13 @@ impl WorkQueue {
     pub fn pop(&self, link: &ChannelLink, worker: &WorkerContext<'_>) -> Option<RunningTask> {
         let channel = link.index;
         let local = worker.local().map(|l| &l.channels[channel].deque);
-        if worker.local().is_some_and(|l| injector_first(l, channel)) {
-            if let Some(task) = self.injector.steal(local) {
+        // Counts the pop on the fairness tick: at its turn, the injector
+        // first (see the module doc).
+        if worker
+            .local()
+            .is_some_and(|l| l.channels[channel].tick.pop())
+        {
+            if let Some(task) = self.steal(local) {
                 return Some(moved(task, local, link));
             }
         }
@@ -231,7 +216,7 @@ impl WorkQueue {
         let me = worker.local().map_or(0, |l| l.index);
         loop {
             let mut retry = false;
-            if let Some(task) = self.injector.steal(local) {
+            if let Some(task) = self.steal(local) {
                 return Some(moved(task, local, link));
             }
             for k in 1..=workers {
@@ -258,9 +243,7 @@ impl WorkQueue {
             }
         }
     }
-}
 
-impl WorkQueue {
     /// Whether a task may be queued: in the injector or in any worker's
     /// local deque for `link`'s channel. Loads only; a push that completed
     /// before the call (and whose pusher fenced, as every push through the
@@ -268,7 +251,7 @@ impl WorkQueue {
     /// steal may not be, but its thief announces it afterwards (see the
     /// module doc).
     pub fn may_have_tasks(&self, link: &ChannelLink) -> bool {
-        !self.injector.is_empty()
+        !self.is_empty()
             || link
                 .shared
                 .stealers
@@ -291,16 +274,10 @@ fn moved(
     task
 }
 
-impl Default for WorkQueue {
-    fn default() -> WorkQueue {
-        WorkQueue::new()
-    }
-}
-
 impl fmt::Debug for WorkQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WorkQueue")
-            .field("injected", &self.injector.len())
+            .field("injected", &self.len())
             .finish()
     }
 }

@@ -24,6 +24,23 @@ pub(crate) use loom::sync::{
     Condvar, Mutex, MutexGuard,
 };
 
+/// Holds `value` in a cell until dropped, then puts back what the cell
+/// held before (also in an unwind).
+pub(crate) struct Restore<'a, T: Copy>(&'a std::cell::Cell<T>, T);
+
+impl<'a, T: Copy> Restore<'a, T> {
+    /// Sets `cell` to `value` for the guard's life.
+    pub(crate) fn set(cell: &'a std::cell::Cell<T>, value: T) -> Restore<'a, T> {
+        Restore(cell, cell.replace(value))
+    }
+}
+
+impl<T: Copy> Drop for Restore<'_, T> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning: every critical section in smartpool
 /// leaves its data consistent before any user code can panic, so a poisoned
 /// lock carries no broken invariant.

@@ -149,13 +149,12 @@ impl ThreadConfig {
     /// catching and logging its panic.
     pub(crate) fn call(hook: &Option<PerWorker<()>>, index: usize, what: &str) {
         let Some(hook) = hook else { return };
-        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(index)));
-        if let Err(panic) = called {
-            log::warn!(
-                "smartpool: worker {index}: the {what} hook panicked: {}; the worker goes on",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+        crate::contain::catch(
+            || hook(index),
+            |message| {
+                log::warn!("smartpool: worker {index}: the {what} hook panicked: {message}; the worker goes on")
+            },
+        );
     }
 }
 

@@ -118,7 +118,7 @@ impl<C: Channel + ?Sized> Exec for C {
         F::Output: Send + 'static,
     {
         self.try_exec(future)
-            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason.cancel_reason()))
+            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason))
     }
 
     fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
@@ -126,8 +126,7 @@ impl<C: Channel + ?Sized> Exec for C {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let lifo = self.lifo_slot();
-        try_exec_with(self, future, lifo, task::spawn, |task, link| {
+        try_exec_with(self, future, self.lifo_slot(), task::spawn, |task, link| {
             self.push(task, link)
         })
     }
@@ -137,9 +136,8 @@ impl<C: Channel + ?Sized> Exec for C {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let lifo = self.lifo_slot();
         let detached = |future, scheduler| (task::spawn_detached(future, scheduler), ());
-        try_exec_with(self, future, lifo, detached, |task, link| {
+        try_exec_with(self, future, self.lifo_slot(), detached, |task, link| {
             self.push(task, link)
         })
     }
@@ -220,7 +218,7 @@ pub trait ExecParam: Channel {
         F::Output: Send + 'static,
     {
         self.try_exec_param(future, param)
-            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason.cancel_reason()))
+            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason))
     }
 
     /// Like [`ExecParam::exec_param`], but gives the future back if the pool
@@ -244,29 +242,20 @@ pub trait ExecParam: Channel {
 /// Admits a new task (see `core::close`), makes it with `make` (which
 /// returns its token and its handle, if any), and submits it with `push`:
 /// the one way new work enters a pool.
-fn try_exec_with<C, F, H>(
+fn try_exec_with<C: Channel + ?Sized, F, H>(
     channel: &C,
     future: F,
     lifo: bool,
     make: impl FnOnce(F, SchedulerRef) -> (RunningTask, H),
     push: impl FnOnce(RunningTask, &ChannelLink),
-) -> Result<H, Rejected<F>>
-where
-    C: Channel + ?Sized,
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+) -> Result<H, Rejected<F>> {
     let Some(link) = channel.link() else {
-        return Err(Rejected {
-            future,
-            reason: Reason::Unattached,
-        });
+        let reason = CancelReason::ChannelNotAttached;
+        return Err(Rejected { future, reason });
     };
     let Ok(count) = link.shared.admit(link.index) else {
-        return Err(Rejected {
-            future,
-            reason: Reason::Closed,
-        });
+        let reason = CancelReason::PoolClosed;
+        return Err(Rejected { future, reason });
     };
     let (task, handle) = make(future, link.scheduler.clone());
     if let Some(count) = count {
@@ -286,33 +275,26 @@ pub trait Submit {
 }
 
 impl<C: Channel + ?Sized> Submit for C {
+    // Checks that the channel belongs to the task's pool, then enqueues
+    // the task.
     fn submit(&self, task: RunningTask) {
         let lifo = self.lifo_slot();
-        submit_with(self, task, lifo, |task, link| self.push(task, link));
+        let Some(link) = self.link() else {
+            log::warn!("smartpool: task submitted to a channel of no pool; dropped");
+            task.set_cancel_reason(Some(CancelReason::ChannelNotAttached));
+            return;
+        };
+        if !task.belongs_to(&link.scheduler) {
+            // Its close accounting is its own pool's: dropping it here
+            // releases it there.
+            log::warn!("smartpool: task submitted to a channel of another pool; dropped");
+            task.set_cancel_reason(Some(CancelReason::OtherPool));
+            return;
+        }
+        enqueue(self, link, task, lifo, false, |task, link| {
+            self.push(task, link)
+        });
     }
-}
-
-/// A task handed over by followup: checks that the channel belongs to the
-/// task's pool, then enqueues it.
-fn submit_with<C: Channel + ?Sized>(
-    channel: &C,
-    task: RunningTask,
-    lifo: bool,
-    push: impl FnOnce(RunningTask, &ChannelLink),
-) {
-    let Some(link) = channel.link() else {
-        log::warn!("smartpool: task submitted to a channel of no pool; dropped");
-        task.set_cancel_reason(Some(CancelReason::ChannelNotAttached));
-        return;
-    };
-    if !task.belongs_to(&link.scheduler) {
-        // Its close accounting is its own pool's: dropping it here releases
-        // it there.
-        log::warn!("smartpool: task submitted to a channel of another pool; dropped");
-        task.set_cancel_reason(Some(CancelReason::OtherPool));
-        return;
-    }
-    enqueue(channel, link, task, lifo, false, push);
 }
 
 /// The one path by which tasks enter a channel of their pool, `push`
@@ -321,7 +303,7 @@ fn submit_with<C: Channel + ?Sized>(
 pub(super) fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,
-    task: RunningTask,
+    mut task: RunningTask,
     lifo: bool,
     new: bool,
     push: impl FnOnce(RunningTask, &ChannelLink),
@@ -330,19 +312,14 @@ pub(super) fn enqueue<C: Channel + ?Sized>(
     // A yield goes behind the queued work, not into the slot.
     let requeued = shared.account(&task, link.index, new);
     let lifo = lifo && !requeued && shared.channels[link.index].uses_slot;
-    let task = if lifo && !shared.close.is_terminated() {
+    if lifo && !shared.close.is_terminated() {
         // The slot's worker runs it next: no bit; a sleeper is woken only
         // if no other worker is awake and idle to steal it (see `lifo`).
         match crate::core::context::offer_lifo(shared, link.index, task) {
-            Ok(filler_idle) => {
-                shared.sleep.slot_filled(filler_idle);
-                return;
-            }
-            Err(task) => task,
+            Ok(filler_idle) => return shared.sleep.slot_filled(filler_idle),
+            Err(back) => task = back,
         }
-    } else {
-        task
-    };
+    }
     // A channel of the user's may panic, having stored the task or not:
     // mark the bit all the same (a stale set bit is harmless; a clear one
     // over a stored task would strand it). A task it did not store was
@@ -407,22 +384,8 @@ fn push_panicked(shared: &crate::core::Shared, index: usize, panic: Box<dyn std:
 /// A future the pool did not accept, given back to the caller.
 pub struct Rejected<F> {
     future: F,
-    reason: Reason,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Reason {
-    Closed,
-    Unattached,
-}
-
-impl Reason {
-    fn cancel_reason(self) -> CancelReason {
-        match self {
-            Reason::Closed => CancelReason::PoolClosed,
-            Reason::Unattached => CancelReason::ChannelNotAttached,
-        }
-    }
+    /// `PoolClosed` or `ChannelNotAttached`.
+    reason: CancelReason,
 }
 
 impl<F> Rejected<F> {
@@ -430,8 +393,8 @@ impl<F> Rejected<F> {
     /// no pool, or its pool is no longer open.
     pub(crate) fn check<C: Channel + ?Sized>(channel: &C, future: F) -> Result<F, Rejected<F>> {
         let reason = match channel.link() {
-            None => Reason::Unattached,
-            Some(link) if !link.is_open() => Reason::Closed,
+            None => CancelReason::ChannelNotAttached,
+            Some(link) if !link.is_open() => CancelReason::PoolClosed,
             Some(_) => return Ok(future),
         };
         Err(Rejected { future, reason })
@@ -446,8 +409,8 @@ impl<F> Rejected<F> {
 impl<F> fmt::Display for Rejected<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.reason {
-            Reason::Closed => "task rejected: the pool is closing or closed",
-            Reason::Unattached => {
+            CancelReason::PoolClosed => "task rejected: the pool is closing or closed",
+            _ => {
                 "task rejected: the channel is attached to no pool (is it missing from the config?)"
             }
         })
@@ -456,8 +419,13 @@ impl<F> fmt::Display for Rejected<F> {
 
 impl<F> fmt::Debug for Rejected<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The two reasons under the names `Debug` has always shown.
+        let reason = match self.reason {
+            CancelReason::PoolClosed => "Closed",
+            _ => "Unattached",
+        };
         f.debug_struct("Rejected")
-            .field("reason", &self.reason)
+            .field("reason", &format_args!("{reason}"))
             .finish_non_exhaustive()
     }
 }

@@ -132,25 +132,21 @@ pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobR
     }
     let seats = shared.job_stealers.len();
     for k in 1..seats {
-        let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() else {
-            continue;
-        };
-        loop {
-            match stealer.steal() {
-                Steal::Success(job) => return Some(job),
-                Steal::Empty => break,
-                Steal::Retry => {}
+        if let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() {
+            if let Some(job) = settle(|| stealer.steal()) {
+                return Some(job);
             }
         }
     }
     let injector = shared.job_injectors[channel].get()?;
-    loop {
-        match injector.steal() {
-            Steal::Success(job) => return Some(job),
-            Steal::Empty => return None,
-            Steal::Retry => {}
-        }
-    }
+    settle(|| injector.steal())
+}
+
+/// Repeats `steal` while it says retry.
+fn settle(mut steal: impl FnMut() -> Steal<JobRef>) -> Option<JobRef> {
+    std::iter::repeat_with(&mut steal)
+        .find(|steal| !steal.is_retry())
+        .and_then(Steal::success)
 }
 
 /// Whether any seat's deque or the injector of `channel` holds a job

@@ -218,13 +218,7 @@ impl LifoSlot {
     }
 
     fn with_access<T>(&self, access: Access, f: impl FnOnce() -> T) -> T {
-        struct Restore<'a>(&'a Cell<Access>, Access);
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                self.0.set(self.1);
-            }
-        }
-        let _restore = Restore(&self.access, self.access.replace(access));
+        let _restore = crate::sync::Restore::set(&self.access, access);
         f()
     }
 }

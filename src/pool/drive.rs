@@ -191,7 +191,7 @@ impl<B: PoolBehavior> Pool<B> {
         if worker::over_stack_budget(worker) {
             return 0;
         }
-        let _slice = worker::KeepSlice::of(worker);
+        let _slice = worker::keep_slice(worker);
         let context = WorkerContext::worker(&self.shared, worker);
         let mut cursor = self.levels.cursor(worker.floor);
         let seat = &self.shared.meters.seats[worker.index];
@@ -371,13 +371,13 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
         // The behavior's `channel` is user code: should it panic, the
         // seat is given back all the same (the tasks left in it are then
         // dropped with the panic's unwind, which cancels them).
-        let moved =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.move_out(&local)));
-        if let Err(panic) = moved {
-            log::error!(
-                "smartpool: a channel panicked as a guest seat was emptied: {}",
-                crate::contain::panic_message(&*panic)
-            );
+        let moved = crate::contain::catch(
+            || pool.move_out(&local),
+            |message| {
+                log::error!("smartpool: a channel panicked as a guest seat was emptied: {message}")
+            },
+        );
+        if moved.is_none() {
             while local
                 .channels
                 .iter()

@@ -221,20 +221,9 @@ impl<B: PoolBehavior> Pool<B> {
 
 impl<K: fmt::Debug> fmt::Display for Metrics<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{:<12} {:>5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>7}  {:>9} {:>9} {:>9}",
-            "channel",
-            "level",
-            "submitted",
-            "started",
-            "completed",
-            "panicked",
-            "cancelled",
-            "queued",
-            "wait p50",
-            "wait p99",
-            "wait max"
+        // Padded as the rows below are.
+        f.write_str(
+            "channel      level  submitted    started  completed panicked cancelled  queued   wait p50  wait p99  wait max\n",
         )?;
         let time = |d: Option<Duration>| d.map_or_else(|| "-".to_string(), |d| format!("{d:.0?}"));
         for c in &self.channels {

@@ -111,13 +111,14 @@ impl<B: PoolBehavior> Pool<B> {
     /// is caught (the task it held is dropped, which cancels it).
     fn followup(&self, task: RunningTask) {
         let from = self.keys[task.to_followup()];
-        let result = catch_unwind(AssertUnwindSafe(|| self.behavior.followup(from, task)));
-        if let Err(panic) = result {
-            log::error!(
-                "smartpool: followup from {from:?} panicked: {}; its task is dropped",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+        crate::contain::catch(
+            || self.behavior.followup(from, task),
+            |message| {
+                log::error!(
+                    "smartpool: followup from {from:?} panicked: {message}; its task is dropped"
+                )
+            },
+        );
     }
 
     /// Takes a task from channel `index` for `worker`, keeping the status
@@ -278,15 +279,14 @@ impl<B: PoolBehavior> Pool<B> {
         channels.any(|index| {
             status.is_set(self.shared.channels[index].bit)
                 && (crate::core::job::any(&self.shared, index)
-                    || catch_unwind(AssertUnwindSafe(|| self.channel_at(index).may_have_tasks()))
-                        .unwrap_or_else(|panic| {
-                            log::error!(
-                            "smartpool: channel {} panicked in may_have_tasks: {}; taken as yes",
-                            self.shared.channels[index].name,
-                            crate::contain::panic_message(&*panic)
-                        );
-                            true
-                        }))
+                    || crate::contain::catch(
+                        || self.channel_at(index).may_have_tasks(),
+                        |message| {
+                            let name = &self.shared.channels[index].name;
+                            log::error!("smartpool: channel {name} panicked in may_have_tasks: {message}; taken as yes")
+                        },
+                    )
+                    .unwrap_or(true))
         })
     }
 
@@ -295,16 +295,13 @@ impl<B: PoolBehavior> Pool<B> {
     fn drain_all(&self) {
         for index in 0..self.keys.len() {
             let channel = self.channel_at(index);
-            let drained = catch_unwind(AssertUnwindSafe(|| {
-                crate::channel::drain(channel, &self.shared)
-            }));
-            if let Err(panic) = drained {
-                log::error!(
-                    "smartpool: channel {:?} panicked in the final drain: {}",
-                    self.keys[index],
-                    crate::contain::panic_message(&*panic)
-                );
-            }
+            let key = self.keys[index];
+            crate::contain::catch(
+                || crate::channel::drain(channel, &self.shared),
+                |message| {
+                    log::error!("smartpool: channel {key:?} panicked in the final drain: {message}")
+                },
+            );
         }
     }
 }
@@ -326,15 +323,12 @@ impl<B: PoolBehavior> Pool<B> {
             None => log::warn!("smartpool: a blocking task panicked: {message}"),
         }
         if detached {
-            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.behavior.task_panicked(key, panic)
-            }));
-            if let Err(again) = handled {
-                log::error!(
-                    "smartpool: the behavior's task_panicked panicked: {}",
-                    crate::contain::panic_message(&*again)
-                );
-            }
+            crate::contain::catch(
+                || self.behavior.task_panicked(key, panic),
+                |message| {
+                    log::error!("smartpool: the behavior's task_panicked panicked: {message}")
+                },
+            );
         }
     }
 }

@@ -310,15 +310,14 @@ fn make_pool<B: PoolBehavior>(
     });
     let _ = shared.on_deadlock.set(Box::new(move |report| {
         let Some(pool) = weak.upgrade() else { return };
-        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pool.behavior.deadlock(report)
-        }));
-        if let Err(panic) = called {
-            log::error!(
-                "smartpool: the deadlock handler panicked: {}; the report was: {report}",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+        crate::contain::catch(
+            || pool.behavior.deadlock(report),
+            |message| {
+                log::error!(
+                    "smartpool: the deadlock handler panicked: {message}; the report was: {report}"
+                )
+            },
+        );
     }));
     pool
 }

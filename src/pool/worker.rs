@@ -1,7 +1,6 @@
 //! The worker loop: find a task through the schedule, run it, and when there
 //! is none, go through the sleep protocol.
 
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +14,7 @@ use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
 use crate::sleep::Check;
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, Ordering, Restore};
 use crate::task::{RunOutcome, RunningTask};
 use crate::thread_config::{help_stack_budget, ThreadConfig};
 
@@ -140,7 +139,9 @@ fn search_idle<B: PoolBehavior>(
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
     shared.meters.seats[local.index].idle(shared.meters.epoch);
-    let idle_flag = IdleFlag::set(&local.idle);
+    // Idle until the search returns, also when a channel's panic unwinds
+    // through it.
+    let idle_flag = Restore::set(&local.idle, true);
     // A reserved worker serves only the levels down to its floor: it
     // neither steals from nor watches the LIFO slots (whose tasks are of
     // the lowest level), and sleeps while only lower levels have work.
@@ -306,7 +307,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     ///   either seen by that drain or drained by its pusher), then returns
     ///   `false`, for the caller to park.
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
-        let _slice = KeepSlice::of(local);
+        let _slice = keep_slice(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
         let _outer = Nested::save(shared, local);
@@ -376,7 +377,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         if over_stack_budget(local) || shared.close.is_terminated() {
             return false;
         }
-        let _slice = KeepSlice::of(local);
+        let _slice = keep_slice(local);
         let _outer = Nested::save(shared, local);
         let seat = &shared.meters.seats[local.index];
         let worker = WorkerContext::worker(shared, local);
@@ -409,7 +410,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         index: usize,
         take: &mut dyn FnMut() -> Option<LocalTask>,
     ) {
-        let _slice = KeepSlice::of(local);
+        let _slice = keep_slice(local);
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if over_stack_budget(local) {
@@ -463,35 +464,8 @@ fn drain_terminated<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
 /// Restores, as it drops (also in an unwind), the worker's RoundRobin
 /// slice end that a nested search overwrote: the task that waits is judged
 /// by its own slice again (see `should_yield`).
-pub(super) struct KeepSlice<'a>(&'a WorkerLocal, Option<std::time::Instant>);
-
-impl<'a> KeepSlice<'a> {
-    pub(super) fn of(local: &'a WorkerLocal) -> KeepSlice<'a> {
-        KeepSlice(local, local.slice_end.get())
-    }
-}
-
-impl Drop for KeepSlice<'_> {
-    fn drop(&mut self) {
-        self.0.slice_end.set(self.1);
-    }
-}
-
-/// Marks the worker idle (holding its idle state) until dropped, also when
-/// a channel's panic unwinds through the search.
-struct IdleFlag<'a>(&'a Cell<bool>);
-
-impl<'a> IdleFlag<'a> {
-    fn set(flag: &'a Cell<bool>) -> IdleFlag<'a> {
-        flag.set(true);
-        IdleFlag(flag)
-    }
-}
-
-impl Drop for IdleFlag<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
+pub(super) fn keep_slice(local: &WorkerLocal) -> Restore<'_, Option<std::time::Instant>> {
+    Restore::set(&local.slice_end, local.slice_end.get())
 }
 
 /// The next task for `worker`: its LIFO slot's, if the schedule admits it

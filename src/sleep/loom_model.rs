@@ -505,3 +505,26 @@ fn a_reserved_workers_rest_is_handed_to_the_common_domain() {
         assert!(common.join().unwrap(), "the common worker took the job");
     });
 }
+
+/// What the models need of `Sleep` beyond what the pool uses.
+impl Sleep {
+    /// `workers` slots, all in the common domain.
+    pub(crate) fn new(workers: usize) -> Sleep {
+        Sleep::with_domains(vec![0; workers])
+    }
+
+    /// Workers asleep now, in every domain.
+    pub(crate) fn sleeping(&self) -> usize {
+        std::iter::once(&self.common)
+            .chain(self.reserved.iter())
+            .map(|d| d.counters.load().sleeping())
+            .sum()
+    }
+
+    /// `n` jobs were posted (their bits already marked, see the module doc)
+    /// to the common domain, from no channel in particular. Returns how
+    /// many sleepers it woke.
+    pub(crate) fn new_jobs(&self, n: usize) -> usize {
+        self.post(0, n, 0).woken
+    }
+}

@@ -266,12 +266,6 @@ impl Drop for IdleState<'_> {
 }
 
 impl Sleep {
-    /// `workers` slots, all in the common domain.
-    #[cfg(all(test, loom))]
-    pub(crate) fn new(workers: usize) -> Sleep {
-        Sleep::with_domains(vec![0; workers])
-    }
-
     /// One slot per entry of `domain_of`, which names its domain (0: the
     /// common one; the others numbered from 1 without gaps).
     pub(crate) fn with_domains(domain_of: Vec<usize>) -> Sleep {
@@ -456,15 +450,6 @@ impl Sleep {
         *lock(&self.slots[worker].park) != Park::Awake
     }
 
-    /// Workers asleep now, in every domain.
-    #[cfg(all(test, loom))]
-    pub(crate) fn sleeping(&self) -> usize {
-        std::iter::once(&self.common)
-            .chain(self.reserved.iter())
-            .map(|d| d.counters.load().sleeping())
-            .sum()
-    }
-
     /// A worker filled its LIFO slot (see the module doc): wakes a sleeper
     /// if no other worker is awake and idle to see the task. `filler_idle`:
     /// the filler itself is counted awake and idle.
@@ -484,14 +469,6 @@ impl Sleep {
         if others == 0 && counters.sleeping() > 0 {
             self.wake_any(0, 1, 0);
         }
-    }
-
-    /// `n` jobs were posted (their bits already marked, see the module doc)
-    /// to the common domain, from no channel in particular. Returns how
-    /// many sleepers it woke.
-    #[cfg(all(test, loom))]
-    pub(crate) fn new_jobs(&self, n: usize) -> usize {
-        self.post(0, n, 0).woken
     }
 
     /// `n` jobs were posted to channel `channel`, served by the common
@@ -554,11 +531,7 @@ impl Sleep {
             if poked == n {
                 return;
             }
-            let mut park = lock(&slot.park);
-            if *park == Park::Watching {
-                *park = Park::Awake;
-                drop(park);
-                slot.condvar.notify_one();
+            if unwatch(slot) {
                 poked += 1;
             }
         }
@@ -628,13 +601,7 @@ impl Sleep {
         if self.wake(worker) {
             return;
         }
-        let slot = &self.slots[worker];
-        let mut park = lock(&slot.park);
-        if *park == Park::Watching {
-            *park = Park::Awake;
-            drop(park);
-            slot.condvar.notify_one();
-        }
+        unwatch(&self.slots[worker]);
     }
 
     /// Wakes `worker` if it is blocked in its slot; returns whether it was.
@@ -659,6 +626,19 @@ impl Sleep {
         slot.condvar.notify_one();
         true
     }
+}
+
+/// Ends the watch of the worker at `slot`, if it watches; returns whether
+/// it did.
+fn unwatch(slot: &Slot) -> bool {
+    let mut park = lock(&slot.park);
+    let watching = *park == Park::Watching;
+    if watching {
+        *park = Park::Awake;
+        drop(park);
+        slot.condvar.notify_one();
+    }
+    watching
 }
 
 #[cfg(all(test, loom))]

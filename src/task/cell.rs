@@ -15,7 +15,7 @@ use super::join_waker::JoinWaker;
 use super::state::{
     Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
 };
-use super::{Event, Schedule, SchedulerRef};
+use super::{Event, Schedule, SchedulerRef, TaskFuture};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
@@ -552,17 +552,6 @@ pub(crate) enum RunOutcome {
     Stale,
 }
 
-impl RunOutcome {
-    /// Whether the task finished (with its output, a panic, or aborted).
-    #[cfg(test)]
-    pub(crate) fn finished(&self) -> bool {
-        matches!(
-            self,
-            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
-        )
-    }
-}
-
 /// Type-erased access to a task for the worker and the token: the cell
 /// itself (its own token, line 0) or a [`Moved`] wrapper (a later line).
 trait Runnable: Send + Sync {
@@ -727,63 +716,46 @@ impl fmt::Debug for RunningTask {
 }
 
 /// Creates a task for `future`, owned by the pool behind `scheduler`.
-pub(crate) fn spawn<F>(future: F, scheduler: SchedulerRef) -> (RunningTask, JoinHandle<F::Output>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+pub(crate) fn spawn<F: TaskFuture>(
+    future: F,
+    scheduler: SchedulerRef,
+) -> (RunningTask, JoinHandle<F::Output>) {
     spawn_with(future, scheduler, false)
 }
 
 /// Creates a task that can never move (see the parent module's "Moves"):
 /// a blocking task, which runs on a blocking thread, outside the channels.
-pub(crate) fn spawn_unmovable<F>(
+pub(crate) fn spawn_unmovable<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
-) -> (RunningTask, JoinHandle<F::Output>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+) -> (RunningTask, JoinHandle<F::Output>) {
     spawn_with(future, scheduler, true)
 }
 
 /// Creates a task for `future` with no handle, owned by the pool behind
 /// `scheduler`: born detached (as a task whose handle was dropped before
 /// it ran), so the token holds the cell's only reference.
-pub(crate) fn spawn_detached<F>(future: F, scheduler: SchedulerRef) -> RunningTask
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+pub(crate) fn spawn_detached<F: TaskFuture>(future: F, scheduler: SchedulerRef) -> RunningTask {
     RunningTask::new(new_cell(future, scheduler, false, false))
 }
 
-fn spawn_with<F>(
+fn spawn_with<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
     unmovable: bool,
-) -> (RunningTask, JoinHandle<F::Output>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+) -> (RunningTask, JoinHandle<F::Output>) {
     let cell = new_cell(future, scheduler, unmovable, true);
     let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
     (RunningTask::new(cell), join)
 }
 
 /// The cell of a new task; `joined`: a handle will be made for it.
-fn new_cell<F>(
+fn new_cell<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
     unmovable: bool,
     joined: bool,
-) -> Arc<TaskCell<F>>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+) -> Arc<TaskCell<F>> {
     let (state, bits) = if unmovable {
         (State::new_unmovable(), STARTED | OFF_CHANNEL)
     } else {
@@ -842,12 +814,10 @@ impl<F: Future> TaskCell<F> {
         let Some(joiner) = self.header.join_waker.take(&self.header.join_state) else {
             return;
         };
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| joiner.wake())) {
-            log::error!(
-                "smartpool: a JoinHandle's waker panicked: {}",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+        crate::contain::catch(
+            || joiner.wake(),
+            |message| log::error!("smartpool: a JoinHandle's waker panicked: {message}"),
+        );
     }
 }
 
@@ -901,11 +871,7 @@ impl LiveTask {
     }
 }
 
-impl<F> CloseWake for TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> CloseWake for TaskCell<F> {
     fn close_wake(self: Arc<Self>) {
         TaskCell::close_wake(&self);
     }
@@ -918,11 +884,7 @@ fn drop_reference<T>(task: Arc<T>) {
     crate::contain::drop_contained(task, "dropping a finished task");
 }
 
-impl<F> Runnable for TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> Runnable for TaskCell<F> {
     fn header(&self) -> &Header {
         &self.header
     }
@@ -984,8 +946,7 @@ impl<F: Future> Moved<F> {
     /// The token of `cell` in `line`, with its entry's channel and bits.
     fn token(cell: Arc<TaskCell<F>>, line: Line, from: usize, bits: u8) -> RunningTask
     where
-        F: Send + 'static,
-        F::Output: Send + 'static,
+        F: TaskFuture,
     {
         RunningTask::new(Arc::new(Moved {
             cell,
@@ -1008,11 +969,7 @@ impl<F: Future> Drop for Moved<F> {
     }
 }
 
-impl<F> Runnable for Moved<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> Runnable for Moved<F> {
     fn header(&self) -> &Header {
         &self.cell.header
     }
@@ -1063,11 +1020,7 @@ where
     }
 }
 
-impl<F> TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> TaskCell<F> {
     /// Polls the task, whose start the caller claimed in `line`.
     /// `started`: its token's hint said it had started (so the cell's own
     /// entry needs no update on the way out). Inlined into the cell's own
@@ -1362,11 +1315,7 @@ where
     }
 }
 
-impl<F> Abort for TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> Abort for TaskCell<F> {
     fn abort(self: Arc<Self>) {
         if let AbortOutcome::Claimed(line) = self.header.state.abort() {
             // Claimed as a wake would: the pool drops the future when it
@@ -1421,12 +1370,11 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
             let pool = unsafe { &*pool };
             pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to));
         };
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(boost)) {
+        crate::contain::catch(boost, |message| {
             log::error!(
-                "smartpool: a channel panicked while a task inherited a priority: {}",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+                "smartpool: a channel panicked while a task inherited a priority: {message}"
+            )
+        });
     });
 }
 
@@ -1452,11 +1400,7 @@ impl<F: Future> TaskCell<F> {
     }
 }
 
-impl<F> ArcWake for TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+impl<F: TaskFuture> ArcWake for TaskCell<F> {
     /// A claiming wake makes a new reference the task's token (see
     /// `claim_by_wake`).
     fn wake_by_ref(arc_self: &Arc<Self>) {

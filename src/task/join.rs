@@ -8,13 +8,13 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use super::cell::TaskCell;
-use super::{RunningTask, SchedulerRef};
+use super::{RunningTask, SchedulerRef, TaskFuture};
 use crate::contain::panic_message;
 use crate::sync::Ordering;
 
-/// Read access to a finished task's output.
-pub(super) trait JoinTarget<T>: Send + Sync {
-    fn is_complete(&self) -> bool;
+/// Read access to a finished task's output; as an [`Abort`], the same task
+/// to control.
+pub(super) trait JoinTarget<T>: Abort {
     fn register(&self, cx: &Context<'_>);
     /// Takes the output.
     ///
@@ -28,8 +28,6 @@ pub(super) trait JoinTarget<T>: Send + Sync {
     /// The channel the task is queued in, if it is (a hint, for priority
     /// inheritance: see [`JoinHandle`]'s `poll`).
     fn queued_in(&self) -> Option<usize>;
-    /// The same task, to abort.
-    fn into_abort(self: Arc<Self>) -> Arc<dyn Abort>;
 }
 
 /// Controlling a task, whatever its output type: aborting it, moving it.
@@ -45,25 +43,13 @@ pub(crate) trait Abort: Send + Sync {
     fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveError>;
 }
 
-impl<F> JoinTarget<F::Output> for TaskCell<F>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    fn is_complete(&self) -> bool {
-        self.header.state.is_complete()
-    }
-
+impl<F: TaskFuture> JoinTarget<F::Output> for TaskCell<F> {
     fn register(&self, cx: &Context<'_>) {
         self.header.register_joiner(cx.waker());
     }
 
     fn detach(&self) {
         self.header.joined.store(false, Ordering::Relaxed);
-    }
-
-    fn into_abort(self: Arc<Self>) -> Arc<dyn Abort> {
-        self
     }
 
     fn queued_in(&self) -> Option<usize> {
@@ -136,10 +122,7 @@ impl<T> JoinHandle<T> {
     /// Whether the task has finished (completed, panicked or cancelled), so
     /// that awaiting the handle returns at once.
     pub fn is_finished(&self) -> bool {
-        match &self.handle {
-            Handle::Task(task) => task.is_complete(),
-            Handle::Rejected(_) | Handle::Done => true,
-        }
+        !matches!(&self.handle, Handle::Task(task) if !task.is_complete())
     }
 
     /// Aborts the task, as tokio's `JoinHandle::abort`: a queued task is
@@ -160,18 +143,18 @@ impl<T> JoinHandle<T> {
     /// handle's panic instead: here the handle still says the task was
     /// aborted).
     pub fn abort(&self) {
-        if let Handle::Task(task) = &self.handle {
-            task.clone().into_abort().abort();
+        if let Some(task) = self.control() {
+            task.abort();
         }
     }
 
     /// The task, to control (`None` once it returned its output, or if the
     /// pool refused it).
     pub(crate) fn control(&self) -> Option<Arc<dyn Abort>> {
-        match &self.handle {
-            Handle::Task(task) => Some(task.clone().into_abort()),
-            Handle::Rejected(_) | Handle::Done => None,
-        }
+        let Handle::Task(task) = &self.handle else {
+            return None;
+        };
+        Some(task.clone())
     }
 
     /// A handle that can abort the task without owning its output (tokio's
@@ -180,10 +163,7 @@ impl<T> JoinHandle<T> {
     /// any more, from being freed.
     pub fn abort_handle(&self) -> AbortHandle {
         AbortHandle {
-            task: match &self.handle {
-                Handle::Task(task) => Arc::downgrade(&task.clone().into_abort()),
-                Handle::Rejected(_) | Handle::Done => Weak::<Finished>::new(),
-            },
+            task: self.control().as_ref().map(Arc::downgrade),
         }
     }
 }
@@ -192,15 +172,15 @@ impl<T> JoinHandle<T> {
 /// Made by [`JoinHandle::abort_handle`] (or by a `JoinSet`); cloneable.
 #[derive(Clone)]
 pub struct AbortHandle {
-    /// Dangling for a task the pool refused, or whose output was taken.
-    task: Weak<dyn Abort>,
+    /// `None` for a task the pool refused, or whose output was taken.
+    task: Option<Weak<dyn Abort>>,
 }
 
 impl AbortHandle {
     /// Aborts the task: see [`JoinHandle::abort`]. Does nothing once it
     /// finished, or when called again.
     pub fn abort(&self) {
-        if let Some(task) = self.task.upgrade() {
+        if let Some(task) = self.control() {
             task.abort();
         }
     }
@@ -208,35 +188,18 @@ impl AbortHandle {
     /// Whether the task has finished (completed, panicked or cancelled),
     /// or is gone (freed with its last waker and handle).
     pub fn is_finished(&self) -> bool {
-        self.task.upgrade().is_none_or(|task| task.is_complete())
+        self.control().is_none_or(|task| task.is_complete())
     }
 
     /// The task, to control (`None` once it is gone).
     pub(crate) fn control(&self) -> Option<Arc<dyn Abort>> {
-        self.task.upgrade()
+        self.task.as_ref()?.upgrade()
     }
 }
 
 // Like tokio's: aborting from a `catch_unwind` closure is fine.
 impl std::panic::UnwindSafe for AbortHandle {}
 impl std::panic::RefUnwindSafe for AbortHandle {}
-
-/// The target of an [`AbortHandle`] with no task behind it (`Weak::new`
-/// needs a sized type): never made.
-struct Finished;
-
-impl Abort for Finished {
-    fn abort(self: Arc<Self>) {}
-    fn is_complete(&self) -> bool {
-        true
-    }
-    fn belongs_to(&self, _: &SchedulerRef) -> bool {
-        false
-    }
-    fn claim_move(self: Arc<Self>, _: usize) -> Result<RunningTask, MoveError> {
-        Err(MoveError::Finished)
-    }
-}
 
 impl fmt::Debug for AbortHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -255,7 +218,7 @@ impl<T> Future for JoinHandle<T> {
                 if !task.is_complete() {
                     if let Some(channel) = task.queued_in() {
                         // Awaited while queued: priority inheritance.
-                        super::cell::inherit(task.clone().into_abort(), channel);
+                        super::cell::inherit(task.clone(), channel);
                     }
                     task.register(cx);
                     // Register, then check again: the completer sets COMPLETE
@@ -412,28 +375,21 @@ impl JoinError {
     /// The panic's payload, to resume it with `std::panic::resume_unwind`.
     /// Returns the error back if the task did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        if let Repr::Cancelled(_) = *self.repr {
-            return Err(self);
+        match *self.repr {
+            Repr::Panicked(payload) => Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner())),
+            Repr::Cancelled(_) => Err(self),
         }
-        let Repr::Panicked(payload) = *self.repr else {
-            unreachable!("not cancelled")
-        };
-        Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn message(&self) -> String {
         match &*self.repr {
             Repr::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
             Repr::Panicked(payload) => {
-                let payload = lock_std(payload);
+                let payload = payload.lock().unwrap_or_else(|p| p.into_inner());
                 format!("task panicked: {}", panic_message(&**payload))
             }
         }
     }
-}
-
-fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl fmt::Display for JoinError {

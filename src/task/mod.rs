@@ -232,6 +232,8 @@
 //!   output's drop, the joiner's waker) is caught: a panic there never
 //!   unwinds through the state machine or the close accounting.
 
+use std::future::Future;
+
 mod cell;
 mod join;
 mod join_waker;
@@ -248,6 +250,11 @@ pub(crate) use cell::{
     CHANNEL_BITS, STAMP,
 };
 pub(crate) use scheduler_ref::SchedulerRef;
+
+/// A future a task can hold: it and its output go to other threads.
+pub(crate) trait TaskFuture: Future<Output: Send + 'static> + Send + 'static {}
+
+impl<F: Future<Output: Send + 'static> + Send + 'static> TaskFuture for F {}
 
 /// What a task needs from its pool. Implemented by the pool; the task holds
 /// it through a `Weak` (in its [`SchedulerRef`]), which a wake on one of
@@ -334,6 +341,17 @@ fn cancelling<R>(reason: CancelReason, drop_future: impl FnOnce() -> R) -> R {
 /// While a cancelled task's future is being dropped on this thread: why.
 pub(crate) fn cancel_reason() -> Option<CancelReason> {
     CancelReason::from_code(crate::context::cancelling())
+}
+
+#[cfg(test)]
+impl RunOutcome {
+    /// Whether the task finished (with its output, a panic, or aborted).
+    pub(crate) fn finished(&self) -> bool {
+        matches!(
+            self,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
+        )
+    }
 }
 
 #[cfg(all(test, loom))]
