@@ -48,6 +48,9 @@ pub(crate) struct WorkerLocal {
     /// The channel of the job this worker runs outside any task's poll, if
     /// it runs one (for `should_yield` inside it).
     job_channel: Cell<Option<usize>>,
+    /// The worker ran a job since its last idle spell (see
+    /// `sleep::IdleState::linger`).
+    pub(crate) ran_job: Cell<bool>,
     /// Where the worker's next search round looks at the other workers'
     /// slots (see `lifo::watch::Watch::observe_window`).
     pub(crate) watch_from: Cell<usize>,
@@ -110,6 +113,7 @@ impl WorkerLocal {
                 stolen: Cell::new(None),
                 holding: Cell::new(false),
                 job_channel: Cell::new(None),
+                ran_job: Cell::new(false),
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
                 stack_base: Cell::new(0),
@@ -490,6 +494,7 @@ impl WorkerLocal {
     /// job's channel (a task polled inside it answers for its own).
     pub(crate) fn run_job(&self, job: super::job::JobRef) {
         let outer = self.job_channel.replace(Some(job.channel()));
+        self.ran_job.set(true);
         // (A job catches its own panics.)
         job.run();
         self.job_channel.set(outer);

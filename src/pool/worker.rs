@@ -138,6 +138,9 @@ fn search_idle<B: PoolBehavior>(
     let shared = &*pool.shared;
     let local = worker.local().expect("only workers search");
     let mut idle = shared.sleep.start_looking(local.index);
+    if local.ran_job.replace(false) {
+        idle.linger();
+    }
     shared.meters.seats[local.index].idle(shared.meters.epoch);
     // Idle until the search returns, also when a channel's panic unwinds
     // through it.

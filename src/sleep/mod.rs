@@ -34,7 +34,9 @@
 //! # Falling asleep (`Sleep::no_work_found`)
 //!
 //! 1. After `ROUNDS_UNTIL_SLEEPY` empty rounds the worker gets sleepy: it makes
-//!    the JEC even and remembers it, then searches once more.
+//!    the JEC even and remembers it, then searches once more. A worker that
+//!    ran a job since its last idle spell searches `LINGER_ROUNDS` first
+//!    (fork-join comes back in bursts; the rounds are searches like any).
 //! 2. Still nothing: under its own lock, it adds itself to the sleeping count
 //!    only if the JEC is unchanged (else a job came: back to step 1's search).
 //! 3. `fence(SeqCst)`, the *sleep fence*.
@@ -149,6 +151,15 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 #[cfg(loom)]
 const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 
+/// Empty rounds before a worker that ran a job since its last idle spell
+/// gets sleepy: rayon's 32. A fork-join from outside (a game's frame loop)
+/// comes back within microseconds, and a worker asleep by then costs the
+/// frame a wake-up; sparse tasks (W9) never linger.
+#[cfg(not(loom))]
+const LINGER_ROUNDS: u32 = 32;
+#[cfg(loom)]
+const LINGER_ROUNDS: u32 = ROUNDS_UNTIL_SLEEPY;
+
 /// What the sleep's final check found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Check {
@@ -249,10 +260,18 @@ pub(crate) struct IdleState<'a> {
     domain: &'a Domain,
     worker: usize,
     rounds: u32,
+    /// Rounds before it gets sleepy, this spell.
+    until_sleepy: u32,
     sleepy: Option<JobsEvent>,
 }
 
 impl IdleState<'_> {
+    /// The worker ran a job since its last idle spell: it searches
+    /// [`LINGER_ROUNDS`] rounds before it gets sleepy, once.
+    pub(crate) fn linger(&mut self) {
+        self.until_sleepy = LINGER_ROUNDS;
+    }
+
     /// The channel its waker said its job is in, once (see "Wake hints").
     pub(crate) fn take_hint(&mut self) -> Option<usize> {
         self.hint.take()
@@ -295,6 +314,7 @@ impl Sleep {
             domain,
             worker,
             rounds: 0,
+            until_sleepy: ROUNDS_UNTIL_SLEEPY,
             sleepy: None,
         }
     }
@@ -363,7 +383,7 @@ impl Sleep {
     /// set or the pool is terminating, and must not say `Sleep` while
     /// another worker's LIFO slot holds a task.
     pub(crate) fn no_work_found(&self, idle: &mut IdleState<'_>, final_check: impl Fn() -> Check) {
-        if idle.rounds < ROUNDS_UNTIL_SLEEPY {
+        if idle.rounds < idle.until_sleepy {
             idle.rounds += 1;
             yield_now();
         } else if idle.sleepy.is_none() {
@@ -382,7 +402,7 @@ impl Sleep {
         if !domain.counters.try_add_sleeping(sleepy) {
             // A job was posted since we got sleepy: search once more, then
             // get sleepy again.
-            idle.rounds = ROUNDS_UNTIL_SLEEPY;
+            idle.rounds = idle.until_sleepy;
             return;
         }
         // Sleep fence: pairs with the set fence of `Status::mark`, which a
@@ -393,7 +413,7 @@ impl Sleep {
             Check::Sleep => {}
             Check::Search => {
                 domain.counters.sub_sleeping();
-                idle.rounds = ROUNDS_UNTIL_SLEEPY;
+                idle.rounds = idle.until_sleepy;
                 return;
             }
             Check::Watch => {
@@ -405,7 +425,7 @@ impl Sleep {
                 domain.watching.fetch_add(1, Ordering::Relaxed);
                 domain.counters.sub_sleeping();
                 self.watch(domain, slot, park);
-                idle.rounds = ROUNDS_UNTIL_SLEEPY;
+                idle.rounds = idle.until_sleepy;
                 return;
             }
         }
@@ -420,6 +440,7 @@ impl Sleep {
         // where its job is. Search afresh.
         idle.hint = slot.hint.swap(0, Ordering::Relaxed).checked_sub(1);
         idle.rounds = 0;
+        idle.until_sleepy = ROUNDS_UNTIL_SLEEPY;
     }
 
     /// Waits one watch period, or until poked. The caller set its park to
