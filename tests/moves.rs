@@ -327,6 +327,34 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
     assert_eq!(order.len(), 22);
 }
 
+/// A handle awaited `without_inheritance` leaves its task where it is:
+/// the child runs after the backlog queued before it, and its waiter
+/// after it (a server's connection task awaiting a batch handler).
+#[test]
+fn a_wait_without_inheritance_does_not_boost() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let order = Order::default();
+    let mut waiter = None;
+    let mut queued = Vec::new();
+    let held = with_held_worker(&owned, |pool| {
+        queued = backlog(pool, &order, 20);
+        let o = order.clone();
+        let child = pool.low.exec(run(move || o.push("child")));
+        let o = order.clone();
+        waiter = Some(pool.high.exec(async move {
+            child.without_inheritance().await.unwrap();
+            o.push("waiter");
+        }));
+    });
+    block_on(held).unwrap();
+    block_on(waiter.unwrap()).unwrap();
+    join_all(queued);
+    block_on(owned.close());
+    let order = order.take();
+    assert_eq!(order.len(), 22);
+    assert_eq!(&order[20..], ["child", "waiter"], "{order:?}");
+}
+
 /// A wait at the same or a lower level boosts nothing: the awaited task
 /// keeps its place.
 #[test]

@@ -99,15 +99,25 @@ enum Handle<T> {
 /// waiter's thread, inside the waiter's poll. No other executor does
 /// this: tokio, rayon and async-executor leave the awaited task where it
 /// is.
+///
+/// Inheritance is right when the waiter cannot go on without the task:
+/// its level's latency then depends on the task. It is wrong when the
+/// wait is only where the result is delivered: a connection task at the
+/// top level that awaits a batch request's handler, say. Raised, every
+/// batch request would run at the connection's level. Such a waiter
+/// awaits [`JoinHandle::without_inheritance`].
 #[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
 pub struct JoinHandle<T> {
     handle: Handle<T>,
+    /// Awaiting this handle raises the task (see "Priority inheritance").
+    inherit: bool,
 }
 
 impl<T> JoinHandle<T> {
     pub(super) fn new(task: Arc<dyn JoinTarget<T>>) -> JoinHandle<T> {
         JoinHandle {
             handle: Handle::Task(task),
+            inherit: true,
         }
     }
 
@@ -116,7 +126,32 @@ impl<T> JoinHandle<T> {
     pub(crate) fn rejected(reason: CancelReason) -> JoinHandle<T> {
         JoinHandle {
             handle: Handle::Rejected(reason),
+            inherit: true,
         }
+    }
+
+    /// The same handle, whose await never raises the task: the task runs
+    /// at the level it was submitted to, whoever waits for it (see
+    /// "Priority inheritance" above). [`JoinHandle::move_to`] still moves
+    /// it.
+    ///
+    /// ```
+    /// use smartpool::prelude::*;
+    ///
+    /// let owned = smartpool::Builder::new().levels(2).threads(1).build()?;
+    /// let pool = owned.pool.clone();
+    /// let answer = owned.pool.level(0).exec(async move {
+    ///     // A batch job at level 1: awaited here, it stays at level 1.
+    ///     let batch = pool.level(1).exec(async { 42 });
+    ///     batch.without_inheritance().await
+    /// });
+    /// assert_eq!(futures::executor::block_on(answer)??, 42);
+    /// owned.close().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn without_inheritance(mut self) -> JoinHandle<T> {
+        self.inherit = false;
+        self
     }
 
     /// Whether the task has finished (completed, panicked or cancelled), so
@@ -216,7 +251,7 @@ impl<T> Future for JoinHandle<T> {
         let output = match &self.handle {
             Handle::Task(task) => {
                 if !task.is_complete() {
-                    if let Some(channel) = task.queued_in() {
+                    if let Some(channel) = task.queued_in().filter(|_| self.inherit) {
                         // Awaited while queued: priority inheritance.
                         super::cell::inherit(task.clone(), channel);
                     }
