@@ -4,11 +4,20 @@
 //!
 //! tokio's `TcpStream`, `TcpListener`, `UdpSocket` and `time::sleep`
 //! register with the runtime of the context they are created or first
-//! polled in, and panic ("there is no reactor running") without one. The
-//! runtime here is made at the first use, once for the process: a
-//! multi-thread runtime of one worker, which runs the IO and timer
-//! drivers and nothing else (the futures themselves run on smartpool's
-//! workers). It lives until the process ends.
+//! polled in, and panic ("there is no reactor running") without one.
+//!
+//! The rule: one reactor. [`tokio_io`] called inside a tokio runtime's
+//! context (a `#[tokio::main]` program, say) uses that runtime, as
+//! async-compat does. Called anywhere else, it uses a runtime of its own,
+//! made at the first such use, once for the process: a multi-thread
+//! runtime of one worker, which runs the IO and timer drivers and nothing
+//! else (the futures themselves run on smartpool's workers). It lives
+//! until the process ends.
+//!
+//! A caller's *current-thread* runtime drives its IO only while its
+//! thread is inside `block_on`; the wrapped future stalls while it is
+//! not. Its futures fail once that runtime shuts down, as its own
+//! tasks' would.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +29,8 @@ use std::task::{Context, Poll};
 #[must_use = "futures do nothing unless polled"]
 pub struct TokioIo<F> {
     future: Pin<Box<F>>,
+    /// The runtime in context where the future was wrapped, if any.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<F> std::fmt::Debug for TokioIo<F> {
@@ -29,7 +40,9 @@ impl<F> std::fmt::Debug for TokioIo<F> {
 }
 
 /// Runs `future`'s polls inside a tokio runtime's context, so that tokio's
-/// IO and timer types work in it on a smartpool worker.
+/// IO and timer types work in it on a smartpool worker: the runtime in
+/// context here, if there is one, else smartpool's own (see the module
+/// doc).
 ///
 /// ```
 /// use smartpool::prelude::*;
@@ -46,11 +59,13 @@ impl<F> std::fmt::Debug for TokioIo<F> {
 pub fn tokio_io<F: Future>(future: F) -> TokioIo<F> {
     TokioIo {
         future: Box::pin(future),
+        runtime: tokio::runtime::Handle::try_current().ok(),
     }
 }
 
-/// The runtime whose drivers serve every [`TokioIo`] future.
-fn handle() -> &'static tokio::runtime::Handle {
+/// The runtime whose drivers serve the [`TokioIo`] futures made outside
+/// any runtime.
+fn own() -> &'static tokio::runtime::Handle {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -68,7 +83,7 @@ impl<F: Future> Future for TokioIo<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let _context = handle().enter();
+        let _context = self.runtime.as_ref().unwrap_or_else(|| own()).enter();
         self.future.as_mut().poll(cx)
     }
 }

@@ -81,3 +81,43 @@ fn tokio_sleep_wakes_a_pool_task() {
     assert!(slept >= Duration::from_millis(5), "{slept:?}");
     block_on(owned.close());
 }
+
+/// The runtime the future's IO registers with, by its worker count.
+async fn runtime_workers() -> usize {
+    tokio::runtime::Handle::current().metrics().num_workers()
+}
+
+/// Wrapped outside any runtime, a future uses smartpool's own, of one
+/// worker.
+#[test]
+fn outside_a_runtime_the_future_uses_smartpools_own() {
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let workers = block_on(owned.pool.high.exec(tokio_io(runtime_workers()))).unwrap();
+    assert_eq!(workers, 1);
+    block_on(owned.close());
+}
+
+/// Wrapped inside a runtime's context, a future uses that runtime (one
+/// reactor, as with async-compat): its sleep and its TCP listener are
+/// driven there.
+#[test]
+fn inside_a_runtime_the_future_uses_that_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_all()
+        .build()
+        .unwrap();
+    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
+    let wrapped = {
+        let _context = runtime.enter();
+        tokio_io(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            assert!(listener.local_addr().unwrap().port() > 0);
+            runtime_workers().await
+        })
+    };
+    let workers = block_on(owned.pool.high.exec(wrapped)).unwrap();
+    assert_eq!(workers, 3, "the caller's runtime, not smartpool's own");
+    block_on(owned.close());
+}
