@@ -160,7 +160,7 @@ pub use channel::{
     VecDequeChannel,
 };
 pub use join_set::JoinSet;
-pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, OwnedPool, Pool};
+pub use pool::{block_in_place, Close, CloseReport, CloseTimeout, Closing, OwnedPool, Pool};
 #[cfg(feature = "metrics")]
 pub use pool::{Activity, ChannelMetrics, LevelMetrics, Metrics, QueueWait, WorkerMetrics};
 pub use run::{run, try_run, Run};

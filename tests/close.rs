@@ -571,3 +571,29 @@ fn outputs_of_handles_dropped_at_completion_are_dropped_before_close_resolves() 
         assert_eq!(outputs.drops(), rounds, "every output dropped once");
     }
 }
+
+/// `Pool::closing` resolves as close begins: a `complete_on_close` task
+/// that awaits it (a server's accept loop) ends then, and close, which
+/// waits for it, completes. A `closing()` made after close began is
+/// ready at once.
+#[test]
+fn closing_resolves_as_close_begins() {
+    let owned = smartpool::Builder::new()
+        .threads(1)
+        .complete_on_close(0, true)
+        .build()
+        .unwrap();
+    let pool = owned.pool.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let closing = owned.pool.closing();
+    let waiter = owned.pool.level(0).exec(async move {
+        tx.send("waiting").unwrap();
+        closing.await;
+        "saw the close"
+    });
+    assert_eq!(rx.recv().unwrap(), "waiting");
+    assert!(!pool.is_closing());
+    futures::executor::block_on(owned.close());
+    assert_eq!(futures::executor::block_on(waiter).unwrap(), "saw the close");
+    futures::executor::block_on(pool.closing());
+}

@@ -1,5 +1,6 @@
 //! The core the rest of the pool stands on: the state a pool's parts share
-//! (`shared`), the close accounting (`close`), the registry of parked tasks
+//! (`shared`), the close accounting (`close`), the futures waiting for
+//! close to begin (`closing`), the registry of parked tasks
 //! that close sweeps (`parked`), the guest seats of threads that drive the
 //! pool without being its workers (`seats`), the link between a channel and its pool
 //! (`link`), the worker context (`context`), which workers are
@@ -12,6 +13,7 @@
 
 pub(crate) mod blocked;
 pub(crate) mod close;
+mod closing;
 pub(crate) mod context;
 pub(crate) mod job;
 pub(crate) mod link;
@@ -21,6 +23,7 @@ mod seats;
 mod shared;
 
 pub(crate) use close::CloseState;
+pub(crate) use closing::ClosingWakers;
 pub(crate) use parked::Parked;
 pub(crate) use seats::Seats;
 pub(crate) use shared::{ChannelInfo, ChannelOptions, Shared};

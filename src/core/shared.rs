@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     pub(crate) meters: super::meters::Meters,
     /// The stall watcher's wake-up (see `pool::stall`).
     pub(crate) bell: Bell,
+    /// The futures of `Pool::closing` (see `closing`).
+    pub(crate) closing: super::ClosingWakers,
 }
 
 /// The stall watcher's wake-up: it waits here, long while every seat is
@@ -350,6 +352,8 @@ impl Shared {
             self.sleep.wake_all();
             self.seats.wake_waiting();
         }
+        // Close has begun, whether or not it ended at once.
+        self.closing.wake_all();
         self.parked.sweep();
     }
 }

@@ -26,6 +26,51 @@ use crate::core::Shared;
 use crate::schedule::Levels;
 use crate::task::{Event, ParkedRegistry, RunningTask, Schedule};
 
+/// The future of [`Pool::closing`]: resolves once the pool's close has
+/// begun. It holds the pool's shared state, not the pool.
+#[must_use = "futures do nothing unless polled"]
+pub struct Closing {
+    shared: Arc<Shared>,
+    /// Its waker's key, once registered (see `core::closing`).
+    key: Option<u64>,
+}
+
+impl std::future::Future for Closing {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let Closing { shared, key } = &mut *self;
+        let close = &shared.close;
+        if shared
+            .closing
+            .register(key, cx.waker(), || close.is_closing())
+        {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            self.shared.closing.forget(key);
+        }
+    }
+}
+
+impl fmt::Debug for Closing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Closing")
+            .field("closing", &self.shared.close.is_closing())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A running pool, shared as `Arc<Pool<B>>`. Derefs to the behavior, so
 /// `pool.my_channel.exec(..)` reaches a channel field directly.
 // Over-aligned so that the `Arc`'s reference counts, which every task's
@@ -56,6 +101,26 @@ impl<B: PoolBehavior> Pool<B> {
     /// Whether close has begun: new tasks are refused.
     pub fn is_closing(&self) -> bool {
         self.shared.close.is_closing()
+    }
+
+    /// A future that resolves once close has begun (at once if it has):
+    /// what a server's accept loop selects on, to stop accepting and shut
+    /// its connections down gracefully while close waits for their
+    /// `complete_on_close` work.
+    ///
+    /// ```
+    /// let owned = smartpool::Builder::new().threads(1).build()?;
+    /// let closing = owned.pool.closing();
+    /// let closed = owned.close();
+    /// futures::executor::block_on(closing);
+    /// closed.wait();
+    /// # Ok::<(), smartpool::ConfigError>(())
+    /// ```
+    pub fn closing(&self) -> Closing {
+        Closing {
+            shared: self.shared.clone(),
+            key: None,
+        }
     }
 
     /// The pool whose task is running on the calling thread (tokio's

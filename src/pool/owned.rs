@@ -271,6 +271,7 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         channel_holds: std::sync::OnceLock::new(),
         meters: crate::core::meters::Meters::new(id, seats, &level_of),
         bell: Default::default(),
+        closing: Default::default(),
     });
     (shared, locals, keys, levels)
 }
