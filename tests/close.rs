@@ -594,6 +594,9 @@ fn closing_resolves_as_close_begins() {
     assert_eq!(rx.recv().unwrap(), "waiting");
     assert!(!pool.is_closing());
     futures::executor::block_on(owned.close());
-    assert_eq!(futures::executor::block_on(waiter).unwrap(), "saw the close");
+    assert_eq!(
+        futures::executor::block_on(waiter).unwrap(),
+        "saw the close"
+    );
     futures::executor::block_on(pool.closing());
 }
