@@ -2,7 +2,9 @@
 //! route asks for.
 //!
 //! The rule: connections run at one level (the highest by default), and
-//! each request's handler runs as a task of the level a classifier picks.
+//! each request's handler runs as a task of the level a classifier picks
+//! (inline, on its connection, when that is the connection's level: one
+//! hop through the queues fewer for the urgent routes).
 //! The connection awaits the handler without raising it
 //! ([`JoinHandle::without_inheritance`]), so a batch request stays at the
 //! batch level while `/health` answers from the top.
@@ -35,30 +37,43 @@
 //! # Backpressure and shutdown
 //!
 //! [`Server::max_in_flight`] bounds a level's requests in flight. A
-//! request over the bound waits at its connection, which stops reading:
-//! the client sees the back-pressure, not an error.
+//! request over the bound waits at its connection: an HTTP/1 connection
+//! stops reading, so the client sees back-pressure, not an error; HTTP/2
+//! streams wait, up to the connection's limit of concurrent streams. A
+//! request whose client gives up (a reset stream, a closed connection)
+//! has its handler aborted, and its place under the bound comes back.
 //!
 //! Close ([`smartpool::OwnedPool::close`]) stops the accept loop and asks
 //! every connection to shut down gracefully ([`smartpool::Pool::closing`]):
 //! HTTP/1 finishes the request in flight, HTTP/2 sends GOAWAY. A request
 //! whose handler runs at a `complete_on_close` level gets its response. A
 //! handler at another level is dropped by close, and its request gets 503
-//! Service Unavailable. Make the connection level `complete_on_close`, or
-//! close drops the connections too.
+//! Service Unavailable; so does an HTTP/1 request that arrives as close
+//! begins (a new HTTP/2 stream then is reset instead). Make the
+//! connection level `complete_on_close`, or close drops the connections
+//! too.
 //!
-//! A graceful HTTP/2 shutdown waits for the peer to answer its ping. A
-//! peer that never answers keeps its connection, and so close, waiting:
+//! A graceful HTTP/2 shutdown waits for the peer to answer its ping, and
+//! an HTTP/1 request in flight waits for its body. A peer that never
+//! answers, or sends slowly, keeps its connection, and so close, waiting:
 //! close with [`smartpool::OwnedPool::close_timeout`] where clients are
 //! not trusted.
+//!
+//! The reactor is [`smartpool::tokio_io`]'s: a runtime in context where
+//! [`Server::serve`] is called, else smartpool's own. Called inside a
+//! current-thread runtime, the server moves only while that thread is in
+//! `block_on`: closing the pool from that thread then waits for ever.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body_util::{Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper::{Request, Response, StatusCode};
@@ -263,7 +278,8 @@ impl Server {
             if n == 0 {
                 return Err(ServeError::ZeroBound { level });
             }
-            limits[level] = Some(Arc::new(Semaphore::new(n)));
+            // A bound beyond what a semaphore counts is no bound.
+            limits[level] = (n <= Semaphore::MAX_PERMITS).then(|| Arc::new(Semaphore::new(n)));
         }
         listener
             .set_nonblocking(true)
@@ -274,6 +290,7 @@ impl Server {
             pool: pool.clone(),
             classify: self.classify,
             limits: limits.into(),
+            connections: self.connections,
         };
         let level = self.connections;
         let accept = pool.level(level).exec(smartpool::tokio_io(accept(
@@ -350,8 +367,11 @@ async fn accept<T: ConnService>(
                 Err(e) => {
                     // Out of descriptors, say: pause rather than spin.
                     log::warn!("smartpool-hyper: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
+                    let pause = tokio::time::sleep(std::time::Duration::from_millis(10));
+                    tokio::select! {
+                        _ = closing.as_mut() => return,
+                        _ = pause => continue,
+                    }
                 }
             },
         };
@@ -431,6 +451,8 @@ struct LevelService<S> {
     pool: Arc<Pool<Leveled>>,
     classify: Arc<Classify>,
     limits: Arc<[Option<Arc<Semaphore>>]>,
+    /// The connections' level: a handler of that level runs inline.
+    connections: usize,
 }
 
 impl<S, B> hyper::service::Service<Request<Incoming>> for LevelService<S>
@@ -445,30 +467,57 @@ where
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
-        let level = (self.classify)(&request);
-        let pool = self.pool.clone();
-        let Some(limit) = self.limits.get(level) else {
+        // User code (the classifier, the service's `call`): a panic there
+        // answers 500 and leaves the connection, and its other HTTP/2
+        // streams, alone.
+        let called = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let level = (self.classify)(&request);
+            (level, self.inner.call(request))
+        }));
+        let Ok((level, handler)) = called else {
+            log::error!("smartpool-hyper: the classifier or the service's call panicked");
+            return Box::pin(async { Ok(status(StatusCode::INTERNAL_SERVER_ERROR)) });
+        };
+        let Some(limit) = self.limits.get(level).cloned() else {
             log::error!(
                 "smartpool-hyper: the classifier chose level {level}, but the pool has {}",
                 self.limits.len()
             );
             return Box::pin(async { Ok(status(StatusCode::INTERNAL_SERVER_ERROR)) });
         };
-        let limit = limit.clone();
-        let handler = self.inner.call(request);
+        let (pool, inline) = (self.pool.clone(), level == self.connections);
         Box::pin(async move {
-            let _permit = match limit {
+            let permit = match limit {
                 Some(limit) => limit.acquire_owned().await.ok(),
                 None => None,
             };
-            let handle = pool.level(level).exec(smartpool::tokio_io(handler));
-            Ok(match handle.without_inheritance().await {
-                Ok(Ok(response)) => response.map(Either::Left),
-                Ok(Err(e)) => {
-                    let e: BoxError = e.into();
-                    log::warn!("smartpool-hyper: a handler failed: {e}");
-                    status(StatusCode::INTERNAL_SERVER_ERROR)
-                }
+            if inline {
+                // Already at its level: no task to spawn and wake.
+                let handled = AssertUnwindSafe(handler).catch_unwind().await;
+                drop(permit);
+                return Ok(match handled {
+                    Ok(handled) => respond(handled),
+                    Err(_) => {
+                        log::warn!("smartpool-hyper: a handler panicked");
+                        status(StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                });
+            }
+            // The permit goes with the task: a request its client gave up
+            // on (the connection dropped this future) holds it until the
+            // abort below stops the handler.
+            let handle = pool.level(level).exec(smartpool::tokio_io(async move {
+                // Declared in this order, the handler drops before the
+                // permit goes back.
+                let _permit = permit;
+                let handler = handler;
+                handler.await
+            }));
+            let abort = AbortOnDrop(Some(handle.abort_handle()));
+            let outcome = handle.without_inheritance().await;
+            std::mem::forget(abort);
+            Ok(match outcome {
+                Ok(handled) => respond(handled),
                 // Dropped by close (its level does not complete on close),
                 // or refused once close began.
                 Err(e) if e.is_cancelled() => status(StatusCode::SERVICE_UNAVAILABLE),
@@ -478,6 +527,29 @@ where
                 }
             })
         })
+    }
+}
+
+/// Aborts the handler's task if dropped: its request was given up on.
+struct AbortOnDrop(Option<smartpool::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// The handler's response, or 500 for its error.
+fn respond<B, E: Into<BoxError>>(handled: Result<Response<B>, E>) -> Response<ServerBody<B>> {
+    match handled {
+        Ok(response) => response.map(Either::Left),
+        Err(e) => {
+            let e: BoxError = e.into();
+            log::warn!("smartpool-hyper: a handler failed: {e}");
+            status(StatusCode::INTERNAL_SERVER_ERROR)
+        }
     }
 }
 

@@ -16,6 +16,9 @@ use hyper::{Request, Response};
 use smartpool::{Leveled, OwnedPool, Pool};
 use smartpool_hyper::{ServeError, Server};
 
+/// The longest any step of a test waits.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A pool of two levels: 0 completes on close, 1 does not.
 fn pool() -> OwnedPool<Leveled> {
     smartpool::Builder::new()
@@ -42,6 +45,8 @@ fn by_route(request: &Request<Incoming>) -> usize {
 /// A GET over HTTP/1.1 on a fresh connection: the status and the body.
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
+    // A regression fails here instead of hanging the run.
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
@@ -186,7 +191,10 @@ fn close_answers_what_it_keeps_and_503s_the_rest() {
     let addr = serving.local_addr();
     let kept = std::thread::spawn(move || get(addr, "/health"));
     let dropped = std::thread::spawn(move || get(addr, "/batch"));
-    let mut levels = [handlers.recv().unwrap(), handlers.recv().unwrap()];
+    let mut levels = [
+        handlers.recv_timeout(LIMIT).unwrap(),
+        handlers.recv_timeout(LIMIT).unwrap(),
+    ];
     levels.sort();
     assert_eq!(levels, [0, 1]);
     let pool = owned.pool.clone();
@@ -259,6 +267,80 @@ fn a_tower_service_runs_at_its_routes_levels() {
     let addr = serving.local_addr();
     assert_eq!(get(addr, "/health"), (200, "0".into()));
     assert_eq!(get(addr, "/api"), (200, "1".into()));
+    owned.close().wait();
+    futures::executor::block_on(serving);
+}
+
+/// A panic in the service's `call`, in a handler at the connection's
+/// level (run inline) or at another level (a task) answers 500; the
+/// server goes on.
+#[test]
+fn a_panicking_handler_answers_500() {
+    let owned = pool();
+    let service = hyper::service::service_fn(|request: Request<Incoming>| {
+        let path = request.uri().path().to_string();
+        assert_ne!(path, "/call", "a panic in call");
+        async move {
+            assert!(!path.starts_with("/boom"), "a panic in the handler");
+            report_level(request).await
+        }
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let serving = Server::new(owned.pool.clone())
+        .classify(|request| usize::from(request.uri().path() != "/boom-health"))
+        .serve(listener, service)
+        .unwrap();
+    let addr = serving.local_addr();
+    for path in ["/call", "/boom-health", "/boom"] {
+        assert_eq!(get(addr, path).0, 500, "{path}");
+    }
+    assert_eq!(get(addr, "/fine"), (200, "1".into()));
+    owned.close().wait();
+    futures::executor::block_on(serving);
+}
+
+/// A request whose client hangs up has its handler aborted, and its place
+/// under the level's bound comes back: the next request runs.
+#[test]
+fn a_request_given_up_on_frees_its_place() {
+    let owned = pool();
+    let (started, handlers) = mpsc::channel::<()>();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let d = dropped.clone();
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (started, dropped) = (started.clone(), d.clone());
+        async move {
+            if request.uri().path() == "/stuck" {
+                struct Count(Arc<AtomicUsize>);
+                impl Drop for Count {
+                    fn drop(&mut self) {
+                        self.0.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                let _count = Count(dropped);
+                started.send(()).unwrap();
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("next"))))
+        }
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let serving = Server::new(owned.pool.clone())
+        .classify(by_route)
+        .max_in_flight(1, 1)
+        .serve(listener, service)
+        .unwrap();
+    let addr = serving.local_addr();
+    let mut stuck = TcpStream::connect(addr).unwrap();
+    write!(stuck, "GET /stuck HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    handlers.recv_timeout(LIMIT).unwrap();
+    drop(stuck);
+    assert_eq!(get(addr, "/next"), (200, "next".into()));
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the stuck handler was dropped"
+    );
     owned.close().wait();
     futures::executor::block_on(serving);
 }

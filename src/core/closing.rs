@@ -46,19 +46,25 @@ impl ClosingWakers {
             inner.next += 1;
             inner.next
         });
-        match inner.wakers.get_mut(&key) {
-            Some(old) if old.will_wake(waker) => {}
-            Some(old) => old.clone_from(waker),
-            None => {
-                inner.wakers.insert(key, waker.clone());
-            }
+        if inner
+            .wakers
+            .get(&key)
+            .is_some_and(|old| old.will_wake(waker))
+        {
+            return false;
         }
+        // The old waker drops after the lock: dropping a waker may free a
+        // task whose future holds another waiter of this set.
+        let old = inner.wakers.insert(key, waker.clone());
+        drop(inner);
+        drop(old);
         false
     }
 
     /// Takes the waker registered under `key` out (its waiter is dropped).
     pub(crate) fn forget(&self, key: u64) {
-        lock(&self.inner).wakers.remove(&key);
+        let old = lock(&self.inner).wakers.remove(&key);
+        drop(old);
     }
 
     /// Wakes every registered waiter: close has begun (the caller changed

@@ -494,10 +494,12 @@ impl WorkerLocal {
     /// job's channel (a task polled inside it answers for its own).
     pub(crate) fn run_job(&self, job: super::job::JobRef) {
         let outer = self.job_channel.replace(Some(job.channel()));
-        self.ran_job.set(true);
         // (A job catches its own panics.)
         job.run();
         self.job_channel.set(outer);
+        // After the run: a wait inside the job (a nested idle search)
+        // must not use the flag up.
+        self.ran_job.set(true);
     }
 
     /// As [`PoolHooks::help_until`].

@@ -335,6 +335,7 @@ fn attach_channels<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Result<(), ConfigErr
         };
         if pool.behavior.channel(key).attach(link).is_err() {
             pool.shared.close.abort(0, pool.threads);
+            pool.shared.closing.wake_all();
             return Err(ConfigError::ChannelAttached {
                 key: format!("{key:?}"),
             });
@@ -363,6 +364,7 @@ fn start_workers<B: PoolBehavior>(
             Ok(handle) => handles.push(handle),
             Err(e) => {
                 pool.shared.close.abort(handles.len(), pool.threads);
+                pool.shared.closing.wake_all();
                 pool.shared.sleep.wake_all();
                 for handle in handles {
                     let _ = handle.join();

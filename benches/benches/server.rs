@@ -1,0 +1,269 @@
+//! W14: an HTTP server under load, smartpool-hyper against hyper on a
+//! tokio runtime, the same service written the natural way.
+//!
+//! `/batch` burns 1 ms of CPU; `/health` answers at once. Each server has
+//! 2 worker threads. 64 keep-alive HTTP/1 connections send `/batch`
+//! back to back, saturating every worker, while one more connection
+//! probes `/health` every millisecond and records its round trip. On
+//! smartpool, `/health` runs at level 0 and `/batch` at level 2; tokio
+//! has one level. The servers alternate, rep by rep, in one process; the
+//! load generator is a tokio runtime of one thread in the same process.
+//!
+//! `cargo bench -p smartpool-bench --bench server`;
+//! `SMARTPOOL_BENCH_QUICK=1` for CI's sizes.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+/// The service both servers run.
+async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if request.uri().path() == "/batch" {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(1) {
+            std::hint::spin_loop();
+        }
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"ok"))))
+}
+
+/// A server, running until dropped.
+trait Served {
+    fn addr(&self) -> SocketAddr;
+}
+
+struct Smart {
+    owned: Option<smartpool::OwnedPool<smartpool::Leveled>>,
+    addr: SocketAddr,
+}
+
+impl Served for Smart {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Smart {
+    fn drop(&mut self) {
+        if let Some(owned) = self.owned.take() {
+            let _ = owned.close_timeout(Duration::from_secs(5)).wait();
+        }
+    }
+}
+
+fn smartpool_server() -> Smart {
+    let owned = smartpool::Builder::new()
+        .levels(3)
+        .threads(2)
+        .complete_on_close(0, true)
+        .build()
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let serving = smartpool_hyper::Server::new(owned.pool.clone())
+        .classify(|r| if r.uri().path() == "/health" { 0 } else { 2 })
+        .serve(listener, hyper::service::service_fn(handle))
+        .unwrap();
+    Smart {
+        addr: serving.local_addr(),
+        owned: Some(owned),
+    }
+}
+
+struct Tokio {
+    runtime: Option<tokio::runtime::Runtime>,
+    addr: SocketAddr,
+}
+
+impl Served for Tokio {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Tokio {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+fn tokio_server() -> Tokio {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let builder = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                );
+                let _ = builder
+                    .serve_connection(
+                        hyper_util::rt::TokioIo::new(stream),
+                        hyper::service::service_fn(handle),
+                    )
+                    .await;
+            });
+        }
+    });
+    Tokio {
+        runtime: Some(runtime),
+        addr,
+    }
+}
+
+/// A keep-alive HTTP/1 client connection.
+async fn connect(addr: SocketAddr) -> hyper::client::conn::http1::SendRequest<Empty<Bytes>> {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = stream.set_nodelay(true);
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    sender
+}
+
+async fn get(
+    sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    path: &str,
+) -> bool {
+    let request = Request::get(path).body(Empty::new()).unwrap();
+    match sender.send_request(request).await {
+        Ok(response) => {
+            let ok = response.status().is_success();
+            ok && response.into_body().collect().await.is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// One rep against the server at `addr`: `/batch` completions a second,
+/// and the `/health` round trips (µs).
+fn load(
+    client: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    duration: Duration,
+) -> (f64, Histogram<u64>) {
+    client.block_on(async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicU64::new(0));
+        let mut batch = Vec::new();
+        for _ in 0..64 {
+            let (stop, done) = (stop.clone(), done.clone());
+            let mut sender = connect(addr).await;
+            batch.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    if get(&mut sender, "/batch").await {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }));
+        }
+        let mut probe = connect(addr).await;
+        // Let the backlog build before probing.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (start, counted) = (Instant::now(), done.load(Ordering::Relaxed));
+        let mut health = Histogram::<u64>::new(3).unwrap();
+        while start.elapsed() < duration {
+            let sent = Instant::now();
+            assert!(get(&mut probe, "/health").await, "/health failed");
+            health.record(sent.elapsed().as_micros() as u64).unwrap();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let rate = (done.load(Ordering::Relaxed) - counted) as f64 / start.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        for task in batch {
+            let _ = task.await;
+        }
+        (rate, health)
+    })
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
+    let (reps, duration) = if quick {
+        (1, Duration::from_millis(300))
+    } else {
+        (3, Duration::from_secs(3))
+    };
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = ["smartpool", "tokio"];
+    let mut rates = [Vec::new(), Vec::new()];
+    let mut health = [
+        Histogram::<u64>::new(3).unwrap(),
+        Histogram::<u64>::new(3).unwrap(),
+    ];
+    for rep in 0..reps {
+        for k in 0..2 {
+            let which = (k + rep) % 2;
+            let server: Box<dyn Served> = match which {
+                0 => Box::new(smartpool_server()),
+                _ => Box::new(tokio_server()),
+            };
+            let (rate, h) = load(&client, server.addr(), duration);
+            drop(server);
+            rates[which].push(rate);
+            health[which].add(&h).unwrap();
+            eprintln!(
+                "rep {rep} {}: /batch {rate:.0} req/s, /health p50 {} µs, p99 {} µs",
+                names[which],
+                h.value_at_quantile(0.5),
+                h.value_at_quantile(0.99)
+            );
+        }
+    }
+    let batch = [median(rates[0].clone()), median(rates[1].clone())];
+    println!("| row | smartpool | tokio | ratio | target |");
+    println!("|---|---|---|---|---|");
+    let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    println!(
+        "| W14 /health p50 (ms) | {:.2} | {:.2} | {:.3} | |",
+        ms(&health[0], 0.5),
+        ms(&health[1], 0.5),
+        ms(&health[0], 0.5) / ms(&health[1], 0.5)
+    );
+    println!(
+        "| W14 /health p99 (ms) | {:.2} | {:.2} | {:.3} | ≤ 1 ms |",
+        ms(&health[0], 0.99),
+        ms(&health[1], 0.99),
+        ms(&health[0], 0.99) / ms(&health[1], 0.99)
+    );
+    println!(
+        "| W14 /batch (req/s) | {:.0} | {:.0} | {:.2} | ≥ 0.95 × tokio |",
+        batch[0],
+        batch[1],
+        batch[0] / batch[1]
+    );
+}
