@@ -3,6 +3,8 @@
 
 mod blocking;
 mod drive;
+#[cfg(feature = "metrics-export")]
+mod export;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod owned;
