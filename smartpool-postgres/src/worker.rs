@@ -272,6 +272,7 @@ impl Worker {
             released,
             leases: HashMap::new(),
             next_due: None,
+            fire_at: Instant::now(),
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -450,6 +451,9 @@ struct Fetcher {
     /// claim that left room found it: the loop wakes then to claim it,
     /// not at the next poll.
     next_due: Option<Instant>,
+    /// When the next periodic run is due (see `fire`): at the latest, the
+    /// next poll.
+    fire_at: Instant,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -511,6 +515,31 @@ RETURNING id";
 const NEXT_DUE: &str = "\
 SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM smartpool_jobs
 WHERE level = ANY($1) AND state = 'queued' AND run_at > now()";
+
+/// In how many seconds the next periodic run becomes due (null if there
+/// is no schedule).
+const NEXT_FIRE: &str = "\
+SELECT EXTRACT(EPOCH FROM min(next_run_at) - now())::float8 FROM smartpool_periodic";
+
+/// Enqueues the periodic runs that are due and moves their schedules on,
+/// in one statement: a schedule another worker is firing is skipped
+/// (`SKIP LOCKED`), so each run is enqueued once. A run whose job is
+/// still queued or running is dropped (its unique key). A schedule that
+/// fell behind fires once and goes on from now.
+const FIRE: &str = "\
+WITH due AS (
+    SELECT name FROM smartpool_periodic WHERE next_run_at <= now()
+    FOR UPDATE SKIP LOCKED),
+fired AS (
+    UPDATE smartpool_periodic p SET next_run_at = CASE
+        WHEN p.next_run_at + p.every > now() THEN p.next_run_at + p.every
+        ELSE now() + p.every END
+    FROM due WHERE p.name = due.name
+    RETURNING p.name, p.kind, p.payload, p.level, p.max_attempts)
+INSERT INTO smartpool_jobs (kind, payload, level, max_attempts, unique_key)
+SELECT kind, payload, level, max_attempts, 'periodic:' || name FROM fired
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+DO NOTHING";
 
 /// Of jobs `$1`, those this worker (`$2`) no longer holds: another's, or
 /// not running. (A row a renewal skipped, locked for a moment by another
@@ -660,6 +689,10 @@ impl Fetcher {
             if let Some(due) = self.next_due {
                 wake_at = wake_at.min(due);
             }
+            // A periodic run fires in a claim: only while one can run.
+            if connected && closing.is_none() && !self.pool_closed {
+                wake_at = wake_at.min(self.fire_at);
+            }
             if !connected {
                 wake_at = wake_at.min(reconnect_at);
             }
@@ -709,6 +742,9 @@ impl Fetcher {
                     if now >= next_poll {
                         backlog = true;
                         next_poll = now + self.options.poll;
+                    }
+                    if now >= self.fire_at {
+                        backlog = true;
                     }
                     if self.next_due.is_some_and(|due| now >= due) {
                         backlog = true;
@@ -910,6 +946,9 @@ impl Fetcher {
     /// Claims what the pool can start now and submits it; returns whether
     /// more may be claimable (the claim was full).
     async fn claim(&mut self, c: &Connection) -> Result<bool, Disconnected> {
+        if Instant::now() >= self.fire_at {
+            self.fire(c).await?;
+        }
         let room = self.capacity.saturating_sub(self.held.len());
         if room == 0 {
             return Ok(true);
@@ -1034,6 +1073,32 @@ impl Fetcher {
             };
         }
         Ok(full && !self.pool_closed)
+    }
+
+    /// Enqueues the periodic runs that are due (see [`FIRE`]), first in a
+    /// claim, so that one may be what the claim takes (the insert also
+    /// notifies every worker of its level); then learns when the next is
+    /// due. A schedule made meanwhile is seen at the next poll at the
+    /// latest.
+    async fn fire(&mut self, c: &Connection) -> Result<(), Disconnected> {
+        let poll = Instant::now() + self.options.poll;
+        self.fire_at = poll;
+        let next = match c.execute(FIRE, &[]).await {
+            Ok(_) => c.query(NEXT_FIRE, &[]).await,
+            Err(e) => Err(e),
+        };
+        match next {
+            Ok(rows) => {
+                let secs = rows.first().and_then(|row| row.get::<_, Option<f64>>(0));
+                if let Some(secs) = secs {
+                    let at = Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 86_400.0));
+                    self.fire_at = at.min(poll);
+                }
+                Ok(())
+            }
+            Err(e) if self.lost(c, "firing periodic schedules", &e) => Err(Disconnected),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Job `id` is no longer held: its outcome is written, passed on or
