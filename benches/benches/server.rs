@@ -8,6 +8,8 @@
 //! smartpool, `/health` runs at level 0 and `/batch` at level 2; tokio
 //! has one level. The servers alternate, rep by rep, in one process; the
 //! load generator is a tokio runtime of one thread in the same process.
+//! Both protocols: HTTP/1 (64 connections) and HTTP/2 (8 connections of
+//! 8 streams each).
 //!
 //! `cargo bench -p smartpool-bench --bench server`;
 //! `SMARTPOOL_BENCH_QUICK=1` for CI's sizes.
@@ -131,24 +133,51 @@ fn tokio_server() -> Tokio {
     }
 }
 
-/// A keep-alive HTTP/1 client connection.
-async fn connect(addr: SocketAddr) -> hyper::client::conn::http1::SendRequest<Empty<Bytes>> {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let _ = stream.set_nodelay(true);
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    sender
+/// The protocol a rep speaks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Proto {
+    Http1,
+    Http2,
 }
 
-async fn get(
-    sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
-    path: &str,
-) -> bool {
-    let request = Request::get(path).body(Empty::new()).unwrap();
-    match sender.send_request(request).await {
+/// A client's side of one connection (HTTP/2: a clone is another stream).
+#[derive(Clone)]
+enum Sender {
+    Http1(Arc<tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Empty<Bytes>>>>),
+    Http2(hyper::client::conn::http2::SendRequest<Empty<Bytes>>),
+}
+
+/// A keep-alive client connection.
+async fn connect(addr: SocketAddr, proto: Proto) -> Sender {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = stream.set_nodelay(true);
+    let io = hyper_util::rt::TokioIo::new(stream);
+    match proto {
+        Proto::Http1 => {
+            let (sender, connection) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            tokio::spawn(connection);
+            Sender::Http1(Arc::new(tokio::sync::Mutex::new(sender)))
+        }
+        Proto::Http2 => {
+            let executor = hyper_util::rt::TokioExecutor::new();
+            let (sender, connection) = hyper::client::conn::http2::handshake(executor, io)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            Sender::Http2(sender)
+        }
+    }
+}
+
+async fn get(sender: &mut Sender, path: &str) -> bool {
+    let request = Request::get(format!("http://bench{path}"))
+        .body(Empty::new())
+        .unwrap();
+    let sent = match sender {
+        Sender::Http1(sender) => sender.lock().await.send_request(request).await,
+        Sender::Http2(sender) => sender.send_request(request).await,
+    };
+    match sent {
         Ok(response) => {
             let ok = response.status().is_success();
             ok && response.into_body().collect().await.is_ok()
@@ -158,19 +187,26 @@ async fn get(
 }
 
 /// One rep against the server at `addr`: `/batch` completions a second,
-/// and the `/health` round trips (µs).
+/// and the `/health` round trips (µs). HTTP/1: 64 connections; HTTP/2: 8
+/// connections of 8 streams each.
 fn load(
     client: &tokio::runtime::Runtime,
     addr: SocketAddr,
+    proto: Proto,
     duration: Duration,
 ) -> (f64, Histogram<u64>) {
     client.block_on(async move {
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicU64::new(0));
         let mut batch = Vec::new();
-        for _ in 0..64 {
+        let mut shared = None;
+        for k in 0..64 {
             let (stop, done) = (stop.clone(), done.clone());
-            let mut sender = connect(addr).await;
+            let mut sender = match (proto, &shared) {
+                (Proto::Http2, Some(sender)) if k % 8 != 0 => Sender::clone(sender),
+                _ => connect(addr, proto).await,
+            };
+            shared = Some(sender.clone());
             batch.push(tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
                     if get(&mut sender, "/batch").await {
@@ -179,7 +215,7 @@ fn load(
                 }
             }));
         }
-        let mut probe = connect(addr).await;
+        let mut probe = connect(addr, proto).await;
         // Let the backlog build before probing.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let (start, counted) = (Instant::now(), done.load(Ordering::Relaxed));
@@ -219,6 +255,15 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    println!("| row | smartpool | tokio | ratio | target |");
+    println!("|---|---|---|---|---|");
+    for proto in [Proto::Http1, Proto::Http2] {
+        rows(&client, proto, reps, duration);
+    }
+}
+
+/// W14's rows over `proto`: the servers alternate, rep by rep.
+fn rows(client: &tokio::runtime::Runtime, proto: Proto, reps: usize, duration: Duration) {
     let names = ["smartpool", "tokio"];
     let mut rates = [Vec::new(), Vec::new()];
     let mut health = [
@@ -232,12 +277,12 @@ fn main() {
                 0 => Box::new(smartpool_server()),
                 _ => Box::new(tokio_server()),
             };
-            let (rate, h) = load(&client, server.addr(), duration);
+            let (rate, h) = load(client, server.addr(), proto, duration);
             drop(server);
             rates[which].push(rate);
             health[which].add(&h).unwrap();
             eprintln!(
-                "rep {rep} {}: /batch {rate:.0} req/s, /health p50 {} µs, p99 {} µs",
+                "{proto:?} rep {rep} {}: /batch {rate:.0} req/s, /health p50 {} µs, p99 {} µs",
                 names[which],
                 h.value_at_quantile(0.5),
                 h.value_at_quantile(0.99)
@@ -245,23 +290,26 @@ fn main() {
         }
     }
     let batch = [median(rates[0].clone()), median(rates[1].clone())];
-    println!("| row | smartpool | tokio | ratio | target |");
-    println!("|---|---|---|---|---|");
     let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let p = if proto == Proto::Http1 {
+        "HTTP/1"
+    } else {
+        "HTTP/2"
+    };
     println!(
-        "| W14 /health p50 (ms) | {:.2} | {:.2} | {:.3} | |",
+        "| W14 {p} /health p50 (ms) | {:.2} | {:.2} | {:.3} | |",
         ms(&health[0], 0.5),
         ms(&health[1], 0.5),
         ms(&health[0], 0.5) / ms(&health[1], 0.5)
     );
     println!(
-        "| W14 /health p99 (ms) | {:.2} | {:.2} | {:.3} | ≤ 1 ms |",
+        "| W14 {p} /health p99 (ms) | {:.2} | {:.2} | {:.3} | ≤ 1 ms |",
         ms(&health[0], 0.99),
         ms(&health[1], 0.99),
         ms(&health[0], 0.99) / ms(&health[1], 0.99)
     );
     println!(
-        "| W14 /batch (req/s) | {:.0} | {:.0} | {:.2} | ≥ 0.95 × tokio |",
+        "| W14 {p} /batch (req/s) | {:.0} | {:.0} | {:.2} | ≥ 0.95 × tokio |",
         batch[0],
         batch[1],
         batch[0] / batch[1]
