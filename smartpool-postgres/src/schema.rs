@@ -1,5 +1,4 @@
-//! The jobs table, its claim index and its notify trigger, and the table
-//! of periodic schedules and of live workers, created once per
+//! The table, its claim index and its notify trigger, created once per
 //! database by whoever connects first (under an advisory lock, so that
 //! processes starting together do not race on `CREATE`).
 
@@ -35,20 +34,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS smartpool_jobs_unique ON smartpool_jobs (uniqu
     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
 CREATE INDEX IF NOT EXISTS smartpool_jobs_due ON smartpool_jobs (run_at)
     WHERE state = 'queued';
-CREATE TABLE IF NOT EXISTS smartpool_periodic (
-    name          TEXT PRIMARY KEY,
-    kind          TEXT NOT NULL,
-    payload       BYTEA NOT NULL DEFAULT '',
-    level         INT NOT NULL DEFAULT 0,
-    max_attempts  INT NOT NULL DEFAULT 5,
-    every         INTERVAL NOT NULL CHECK (every > INTERVAL '0'),
-    next_run_at   TIMESTAMPTZ NOT NULL
-);
-CREATE TABLE IF NOT EXISTS smartpool_workers (
-    id           TEXT PRIMARY KEY,
-    levels       INT[] NOT NULL,
-    alive_until  TIMESTAMPTZ NOT NULL
-);
 CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('smartpool_jobs', NEW.level::text);
@@ -70,9 +55,7 @@ SELECT to_regclass('smartpool_jobs') IS NOT NULL
                WHERE tgrelid = to_regclass('smartpool_jobs')
                  AND tgname = 'smartpool_jobs_notify')
    AND to_regclass('smartpool_jobs_unique') IS NOT NULL
-   AND to_regclass('smartpool_jobs_due') IS NOT NULL
-   AND to_regclass('smartpool_periodic') IS NOT NULL
-   AND to_regclass('smartpool_workers') IS NOT NULL";
+   AND to_regclass('smartpool_jobs_due') IS NOT NULL";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

@@ -272,8 +272,6 @@ impl Worker {
             released,
             leases: HashMap::new(),
             next_due: None,
-            fire_at: Instant::now(),
-            unserved: Vec::new(),
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -452,11 +450,6 @@ struct Fetcher {
     /// claim that left room found it: the loop wakes then to claim it,
     /// not at the next poll.
     next_due: Option<Instant>,
-    /// When the next periodic run is due (see `fire`): at the latest, the
-    /// next poll.
-    fire_at: Instant,
-    /// The levels the last heartbeat found unserved (see `heartbeat`).
-    unserved: Vec<i32>,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -518,49 +511,6 @@ RETURNING id";
 const NEXT_DUE: &str = "\
 SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM smartpool_jobs
 WHERE level = ANY($1) AND state = 'queued' AND run_at > now()";
-
-/// Worker `$1`, serving levels `$2`, is alive for a lease (`$3` seconds)
-/// more: what `Queue::unserved` and the log's warning read.
-const HEARTBEAT: &str = "\
-INSERT INTO smartpool_workers (id, levels, alive_until)
-VALUES ($1, $2, now() + make_interval(secs => $3))
-ON CONFLICT (id) DO UPDATE SET levels = EXCLUDED.levels, alive_until = EXCLUDED.alive_until";
-
-/// Worker `$1` has closed.
-const GONE: &str = "DELETE FROM smartpool_workers WHERE id = $1";
-
-/// Levels with queued jobs that no live worker serves, and how many jobs
-/// wait there.
-pub(crate) const UNSERVED: &str = "\
-SELECT j.level, count(*) FROM smartpool_jobs j
-WHERE j.state = 'queued' AND NOT EXISTS (
-    SELECT 1 FROM smartpool_workers w WHERE j.level = ANY(w.levels) AND w.alive_until > now())
-GROUP BY j.level ORDER BY j.level";
-
-/// In how many seconds the next periodic run becomes due (null if there
-/// is no schedule).
-const NEXT_FIRE: &str = "\
-SELECT EXTRACT(EPOCH FROM min(next_run_at) - now())::float8 FROM smartpool_periodic";
-
-/// Enqueues the periodic runs that are due and moves their schedules on,
-/// in one statement: a schedule another worker is firing is skipped
-/// (`SKIP LOCKED`), so each run is enqueued once. A run whose job is
-/// still queued or running is dropped (its unique key). A schedule that
-/// fell behind fires once and goes on from now.
-const FIRE: &str = "\
-WITH due AS (
-    SELECT name FROM smartpool_periodic WHERE next_run_at <= now()
-    FOR UPDATE SKIP LOCKED),
-fired AS (
-    UPDATE smartpool_periodic p SET next_run_at = CASE
-        WHEN p.next_run_at + p.every > now() THEN p.next_run_at + p.every
-        ELSE now() + p.every END
-    FROM due WHERE p.name = due.name
-    RETURNING p.name, p.kind, p.payload, p.level, p.max_attempts)
-INSERT INTO smartpool_jobs (kind, payload, level, max_attempts, unique_key)
-SELECT kind, payload, level, max_attempts, 'periodic:' || name FROM fired
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-DO NOTHING";
 
 /// Of jobs `$1`, those this worker (`$2`) no longer holds: another's, or
 /// not running. (A row a renewal skipped, locked for a moment by another
@@ -628,8 +578,7 @@ impl Fetcher {
         let mut backlog = true;
         // Renew before anything else after a reconnection: leases may be
         // near their end.
-        // (And at the start: the heartbeat says the worker is alive.)
-        let mut renew_now = true;
+        let mut renew_now = false;
         let mut retry = Duration::from_millis(50);
         let mut reconnect_at = Instant::now();
         let mut outcomes_at = Instant::now();
@@ -699,10 +648,6 @@ impl Fetcher {
             }
             if let Some(waiters) = &mut closing {
                 if self.held.is_empty() && self.pending.is_empty() {
-                    // Best effort: a row left behind expires with its lease.
-                    if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
-                        let _ = c.execute(GONE, &[&self.me]).await;
-                    }
                     for waiter in waiters.drain(..) {
                         let _ = waiter.send(());
                     }
@@ -714,10 +659,6 @@ impl Fetcher {
             let mut wake_at = next_renew.min(next_poll);
             if let Some(due) = self.next_due {
                 wake_at = wake_at.min(due);
-            }
-            // A periodic run fires in a claim: only while one can run.
-            if connected && closing.is_none() && !self.pool_closed {
-                wake_at = wake_at.min(self.fire_at);
             }
             if !connected {
                 wake_at = wake_at.min(reconnect_at);
@@ -768,9 +709,6 @@ impl Fetcher {
                     if now >= next_poll {
                         backlog = true;
                         next_poll = now + self.options.poll;
-                    }
-                    if now >= self.fire_at {
-                        backlog = true;
                     }
                     if self.next_due.is_some_and(|due| now >= due) {
                         backlog = true;
@@ -972,9 +910,6 @@ impl Fetcher {
     /// Claims what the pool can start now and submits it; returns whether
     /// more may be claimable (the claim was full).
     async fn claim(&mut self, c: &Connection) -> Result<bool, Disconnected> {
-        if Instant::now() >= self.fire_at {
-            self.fire(c).await?;
-        }
         let room = self.capacity.saturating_sub(self.held.len());
         if room == 0 {
             return Ok(true);
@@ -1101,63 +1036,6 @@ impl Fetcher {
         Ok(full && !self.pool_closed)
     }
 
-    /// Enqueues the periodic runs that are due (see [`FIRE`]), first in a
-    /// claim, so that one may be what the claim takes (the insert also
-    /// notifies every worker of its level); then learns when the next is
-    /// due. A schedule made meanwhile is seen at the next poll at the
-    /// latest.
-    async fn fire(&mut self, c: &Connection) -> Result<(), Disconnected> {
-        let poll = Instant::now() + self.options.poll;
-        self.fire_at = poll;
-        let next = match c.execute(FIRE, &[]).await {
-            Ok(_) => c.query(NEXT_FIRE, &[]).await,
-            Err(e) => Err(e),
-        };
-        match next {
-            Ok(rows) => {
-                let secs = rows.first().and_then(|row| row.get::<_, Option<f64>>(0));
-                if let Some(secs) = secs {
-                    let at = Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 86_400.0));
-                    self.fire_at = at.min(poll);
-                }
-                Ok(())
-            }
-            Err(e) if self.lost(c, "firing periodic schedules", &e) => Err(Disconnected),
-            Err(_) => Ok(()),
-        }
-    }
-
-    /// Says this worker is alive for a lease more (see [`HEARTBEAT`]),
-    /// and warns in the log when queued jobs wait at levels that no live
-    /// worker serves (once per change of those levels).
-    async fn heartbeat(&mut self, c: &Connection) -> Result<(), Disconnected> {
-        let lease = self.options.lease.as_secs_f64();
-        let unserved = match c
-            .execute(HEARTBEAT, &[&self.me, &self.options.levels, &lease])
-            .await
-        {
-            Ok(_) => c.query(UNSERVED, &[]).await,
-            Err(e) => Err(e),
-        };
-        let rows = match unserved {
-            Ok(rows) => rows,
-            Err(e) if self.lost(c, "saying it is alive", &e) => return Err(Disconnected),
-            Err(_) => return Ok(()),
-        };
-        let levels: Vec<(i32, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        let which: Vec<i32> = levels.iter().map(|&(level, _)| level).collect();
-        if which != self.unserved {
-            if !levels.is_empty() {
-                log::warn!(
-                    "smartpool-postgres: jobs wait at levels no live worker serves \
-                     (level, jobs): {levels:?}"
-                );
-            }
-            self.unserved = which;
-        }
-        Ok(())
-    }
-
     /// Job `id` is no longer held: its outcome is written, passed on or
     /// given up.
     fn let_go(&mut self, id: i64) {
@@ -1166,8 +1044,7 @@ impl Fetcher {
     }
 
     /// Renews the leases of the jobs held.
-    async fn renew(&mut self, c: &Connection) -> Result<(), Disconnected> {
-        self.heartbeat(c).await?;
+    async fn renew(&self, c: &Connection) -> Result<(), Disconnected> {
         if self.held.is_empty() {
             return Ok(());
         }
