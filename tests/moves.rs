@@ -299,11 +299,10 @@ fn moves_racing_the_workers_lose_nothing() {
     assert_eq!(drops.drops(), N);
 }
 
-/// Priority inheritance: a high task awaits a low task still queued behind
-/// a backlog; the low task moves to the high channel and runs before the
-/// backlog, once.
-#[test]
-fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
+/// One worker held while 20 low tasks queue, then a low child, then a
+/// high waiter that awaits the child (through `without_inheritance` if
+/// `inherit` is false): the order in which all 22 ran.
+fn high_waits_on_queued_low_child(inherit: bool) -> Vec<&'static str> {
     let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
     let order = Order::default();
     let mut waiter = None;
@@ -312,6 +311,11 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
         queued = backlog(pool, &order, 20);
         let o = order.clone();
         let child = pool.low.exec(run(move || o.push("child")));
+        let child = if inherit {
+            child
+        } else {
+            child.without_inheritance()
+        };
         let o = order.clone();
         waiter = Some(pool.high.exec(async move {
             child.await.unwrap();
@@ -323,8 +327,17 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
     join_all(queued);
     block_on(owned.close());
     let order = order.take();
+    assert_eq!(order.len(), 22, "{order:?}");
+    order
+}
+
+/// Priority inheritance: a high task awaits a low task still queued behind
+/// a backlog; the low task moves to the high channel and runs before the
+/// backlog, once.
+#[test]
+fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
+    let order = high_waits_on_queued_low_child(true);
     assert_eq!(&order[..2], ["child", "waiter"], "{order:?}");
-    assert_eq!(order.len(), 22);
 }
 
 /// A handle awaited `without_inheritance` leaves its task where it is:
@@ -332,26 +345,7 @@ fn a_high_task_awaiting_a_queued_low_task_boosts_it() {
 /// after it (a server's connection task awaiting a batch handler).
 #[test]
 fn a_wait_without_inheritance_does_not_boost() {
-    let owned = OwnedPool::new(TwoLevels::new(1)).unwrap();
-    let order = Order::default();
-    let mut waiter = None;
-    let mut queued = Vec::new();
-    let held = with_held_worker(&owned, |pool| {
-        queued = backlog(pool, &order, 20);
-        let o = order.clone();
-        let child = pool.low.exec(run(move || o.push("child")));
-        let o = order.clone();
-        waiter = Some(pool.high.exec(async move {
-            child.without_inheritance().await.unwrap();
-            o.push("waiter");
-        }));
-    });
-    block_on(held).unwrap();
-    block_on(waiter.unwrap()).unwrap();
-    join_all(queued);
-    block_on(owned.close());
-    let order = order.take();
-    assert_eq!(order.len(), 22);
+    let order = high_waits_on_queued_low_child(false);
     assert_eq!(&order[20..], ["child", "waiter"], "{order:?}");
 }
 
