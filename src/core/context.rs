@@ -587,8 +587,11 @@ unsafe fn with_local<R>(f: impl FnOnce(&WorkerLocal, *const ()) -> R) -> Option<
 /// worker thread's or a guest's): its index.
 #[inline]
 pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
-    // SAFETY: reads two fields; runs no user code.
-    unsafe { with_local(|local, _| (local.pool_id == pool_id).then_some(local.index)) }.flatten()
+    // (Cold: a thread's first submit to a pool. The checked path will do.)
+    crate::context::with_worker(|local: &WorkerLocal| {
+        (local.pool_id == pool_id).then_some(local.index)
+    })
+    .flatten()
 }
 
 /// Whether the task of channel `channel` of the pool at `pool`, which the
