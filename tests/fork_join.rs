@@ -475,6 +475,42 @@ fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
     futures::executor::block_on(owned.close());
 }
 
+/// Busy for `micros` microseconds (a long or a short part of a job).
+fn spin(micros: u64) {
+    let end = std::time::Instant::now() + std::time::Duration::from_micros(micros);
+    while std::time::Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// rayon #957: a long job that waits in `join` for its stolen short half
+/// must not start another long job meanwhile (rayon's waiting thread may
+/// steal one, and its caller then waits for it). A loop of long items, each
+/// joining two short halves, on 4 workers; a thread-local flag says a
+/// thread is inside an item. An item that starts where another is still
+/// running is the stall. rayon has no such guarantee: this test is ours.
+#[test]
+fn a_long_job_waiting_on_its_half_starts_no_other_long_job() {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    thread_local!(static IN_ITEM: Cell<bool> = const { Cell::new(false) });
+    let owned = pool(4);
+    let nested = AtomicUsize::new(0);
+    let items = if cfg!(miri) { 8 } else { 64 };
+    for _ in 0..scaled(100) {
+        smartpool::par::for_range(&owned.pool.work, 0..items, |_| {
+            if IN_ITEM.with(|inside| inside.replace(true)) {
+                nested.fetch_add(1, Relaxed);
+            }
+            spin(100);
+            smartpool::join(&owned.pool.work, || spin(20), || spin(20));
+            IN_ITEM.with(|inside| inside.set(false));
+        });
+    }
+    assert_eq!(nested.into_inner(), 0, "items started inside other items");
+    futures::executor::block_on(owned.close());
+}
+
 /// `smartpool::par`: every index once, in order where it returns values,
 /// empty inputs, from outside the pool and inside a task, on 1 and 2
 /// threads.

@@ -48,6 +48,8 @@ pub(crate) struct WorkerLocal {
     /// The channel of the job this worker runs outside any task's poll, if
     /// it runs one (for `should_yield` inside it).
     job_channel: Cell<Option<usize>>,
+    /// The tag of that job (null: none; see `job`).
+    job_tag: Cell<super::job::Tag>,
     /// The worker ran a job since its last idle spell (see
     /// `sleep::IdleState::linger`).
     pub(crate) ran_job: Cell<bool>,
@@ -113,6 +115,7 @@ impl WorkerLocal {
                 stolen: Cell::new(None),
                 holding: Cell::new(false),
                 job_channel: Cell::new(None),
+                job_tag: Cell::new(super::job::Tag::NONE),
                 ran_job: Cell::new(false),
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
@@ -387,10 +390,16 @@ pub(crate) trait PoolHooks {
 
     /// One round of a join's isolated wait on `worker` (see
     /// `scope::stack`): runs one task of a level strictly above channel
-    /// `channel`'s, or else one job of `channel`. Returns whether it ran
-    /// something; `false` also when the worker must not help (its stack
-    /// is deep in nested waits, or the pool terminated).
-    fn help_once(&self, worker: &WorkerLocal, channel: usize) -> bool;
+    /// `channel`'s, or else one job of `channel` that `within` accepts.
+    /// Returns whether it ran something; `false` also when the worker must
+    /// not help (its stack is deep in nested waits, or the pool
+    /// terminated).
+    fn help_once(
+        &self,
+        worker: &WorkerLocal,
+        channel: usize,
+        within: &dyn Fn(&super::job::JobRef) -> bool,
+    ) -> bool;
 
     /// Runs `f`, which blocks, on `worker`'s thread, with a stand-in
     /// serving the worker's place meanwhile (see `pool::blocking`).
@@ -420,7 +429,12 @@ impl PoolHooks for NoHooks {
     fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {})
     }
-    fn help_once(&self, _: &WorkerLocal, _: usize) -> bool {
+    fn help_once(
+        &self,
+        _: &WorkerLocal,
+        _: usize,
+        _: &dyn Fn(&super::job::JobRef) -> bool,
+    ) -> bool {
         false
     }
     fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
@@ -494,12 +508,20 @@ impl WorkerLocal {
     /// job's channel (a task polled inside it answers for its own).
     pub(crate) fn run_job(&self, job: super::job::JobRef) {
         let outer = self.job_channel.replace(Some(job.channel()));
+        let outer_tag = self.job_tag.replace(job.tag());
         // (A job catches its own panics.)
         job.run();
         self.job_channel.set(outer);
+        self.job_tag.set(outer_tag);
         // After the run: a wait inside the job (a nested idle search)
         // must not use the flag up.
         self.ran_job.set(true);
+    }
+
+    /// The tag of the job this worker runs outside any task's poll (null:
+    /// none).
+    pub(crate) fn job_tag(&self) -> super::job::Tag {
+        self.job_tag.get()
     }
 
     /// As [`PoolHooks::help_until`].
@@ -508,8 +530,12 @@ impl WorkerLocal {
     }
 
     /// As [`PoolHooks::help_once`].
-    pub(crate) fn help_once(&self, channel: usize) -> bool {
-        self.hooks.help_once(self, channel)
+    pub(crate) fn help_once(
+        &self,
+        channel: usize,
+        within: &dyn Fn(&super::job::JobRef) -> bool,
+    ) -> bool {
+        self.hooks.help_once(self, channel, within)
     }
 
     /// As [`PoolHooks::waker`].

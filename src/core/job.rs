@@ -14,6 +14,15 @@
 //! protocol's post, as for a task) only brings parallelism: a job that no
 //! idle worker sees in time still runs, on its owner.
 //!
+//! A job carries a tag: its place in the tree of jobs, which the fork-join
+//! layer reads (see `scope::stack`, "Isolated waits") and this module does
+//! not. A worker running a job keeps its tag (`WorkerLocal::job_tag`), so
+//! the jobs published inside it name it. [`steal_within`] is the steal of
+//! a waiting owner: it takes only jobs its filter accepts, and moves the
+//! others to the channel's injector, where any idle worker or their own
+//! owner still finds them. Nothing is lost: a moved job is still published
+//! once, only elsewhere.
+//!
 //! Job deques are per worker seat and per channel, made on a seat's first
 //! job on that channel: a thief looking at a channel steals only that
 //! channel's jobs, so a job runs at its channel's level, as a task does.
@@ -30,11 +39,25 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::Shared;
 
+/// A job's place in the tree of jobs: an address that only the fork-join
+/// layer reads (null: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tag(pub(crate) *const ());
+
+// SAFETY: this module and the workers only copy and compare a tag; the
+// fork-join layer, which reads through it, says why that is sound.
+unsafe impl Send for Tag {}
+
+impl Tag {
+    pub(crate) const NONE: Tag = Tag(std::ptr::null());
+}
+
 /// A type-erased pointer to a job and the function that runs it.
 pub(crate) struct JobRef {
     data: *const (),
     run: unsafe fn(*const ()),
     channel: usize,
+    tag: Tag,
 }
 
 // SAFETY: a `JobRef` only comes from `JobRef::new`, whose contract makes
@@ -42,19 +65,35 @@ pub(crate) struct JobRef {
 unsafe impl Send for JobRef {}
 
 impl JobRef {
-    /// A job of channel `channel`, run by `run(data)`.
+    /// A job of channel `channel`, run by `run(data)`, with the tag `tag`
+    /// (its place in the tree of jobs, opaque here).
     ///
     /// # Safety
     ///
     /// `data` must stay valid until `run(data)` returned, and calling
     /// `run(data)` once, from any thread, must be sound.
-    pub(crate) unsafe fn new(data: *const (), run: unsafe fn(*const ()), channel: usize) -> JobRef {
-        JobRef { data, run, channel }
+    pub(crate) unsafe fn new(
+        data: *const (),
+        run: unsafe fn(*const ()),
+        channel: usize,
+        tag: Tag,
+    ) -> JobRef {
+        JobRef {
+            data,
+            run,
+            channel,
+            tag,
+        }
     }
 
     /// The job's channel.
     pub(crate) fn channel(&self) -> usize {
         self.channel
+    }
+
+    /// The job's tag.
+    pub(crate) fn tag(&self) -> Tag {
+        self.tag
     }
 
     /// Whether this is the job at `data`.
@@ -140,6 +179,44 @@ pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobR
     }
     let injector = shared.job_injectors[channel].get()?;
     settle(|| injector.steal())
+}
+
+/// The steal of a waiting owner on seat `seat`: the oldest job of
+/// `channel` that `within` accepts, from the other seats, then from the
+/// channel's injector. A job it does not accept goes to the injector
+/// (taken from a seat: announced again, for an idle worker) or back to
+/// its end (taken from the injector), and the search goes on: from a seat
+/// until it is empty, from the injector for as many jobs as it held.
+pub(crate) fn steal_within(
+    shared: &Shared,
+    seat: usize,
+    channel: usize,
+    within: &dyn Fn(&JobRef) -> bool,
+) -> Option<JobRef> {
+    if !used(shared, channel) {
+        return None;
+    }
+    let seats = shared.job_stealers.len();
+    for k in 1..seats {
+        let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() else {
+            continue;
+        };
+        while let Some(job) = settle(|| stealer.steal()) {
+            if within(&job) {
+                return Some(job);
+            }
+            inject(shared, job);
+        }
+    }
+    let injector = shared.job_injectors[channel].get()?;
+    for _ in 0..injector.len() {
+        let job = settle(|| injector.steal())?;
+        if within(&job) {
+            return Some(job);
+        }
+        injector.push(job);
+    }
+    None
 }
 
 /// Repeats `steal` while it says retry.

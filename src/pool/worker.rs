@@ -9,6 +9,7 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
+use crate::core::job::JobRef;
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
@@ -374,7 +375,12 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         }
     }
 
-    fn help_once(&self, local: &WorkerLocal, channel: usize) -> bool {
+    fn help_once(
+        &self,
+        local: &WorkerLocal,
+        channel: usize,
+        within: &dyn Fn(&JobRef) -> bool,
+    ) -> bool {
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
@@ -395,10 +401,10 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
                 return true;
             }
         }
-        // Other seats' jobs only: this seat's deque holds the jobs of the
-        // frames below the wait (their owners take them back), which may
-        // be long and belong to no part of `b`.
-        match crate::core::job::steal(shared, local.index, channel) {
+        // Other seats' jobs only, of `b`'s subtree: this seat's deque
+        // holds the jobs of the frames below the wait (their owners take
+        // them back), and a job of another subtree may be long.
+        match crate::core::job::steal_within(shared, local.index, channel, within) {
             Some(job) => {
                 local.run_job(job);
                 true

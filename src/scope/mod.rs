@@ -116,6 +116,9 @@ struct ScopeState {
     /// first: each published job stands for "run the oldest" of its queue
     /// (see `stack`).
     fifo: Mutex<Vec<Arc<stack::Fifo>>>,
+    /// The node of the scope's spawned jobs (see `stack`, "Isolated
+    /// waits").
+    node: stack::Node,
 }
 
 impl fmt::Debug for ScopeState {
@@ -314,14 +317,16 @@ pub fn scope<'env, F, T>(body: F) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
+    let local = crate::core::context::current();
     let scope = Scope {
         state: Arc::new(ScopeState {
             latch: CountLatch::new(1),
             panic: Mutex::new(None),
-            waiter_pool: help::current().map(|help| help.pool_id()),
+            waiter_pool: local.as_ref().map(|local| local.pool_id),
             pending: Mutex::new(Vec::new()),
             spawned_on: AtomicUsize::new(0),
             fifo: Mutex::new(Vec::new()),
+            node: stack::Node::here(local.as_deref()),
         }),
         scope: PhantomData,
         env: PhantomData,

@@ -27,10 +27,27 @@
 //! # Isolated waits
 //!
 //! The rule: a waiting owner runs only work of a level strictly above its
-//! channel's, and jobs of its channel that other seats published (its own
-//! deque holds the frames below it, whose owners take them back). It never
-//! starts a task of its own level or a lower one, so a task waiting for a
-//! short half does not stall behind an unrelated long task (rayon #957).
+//! channel's, and jobs of `b`'s subtree that other seats published (its
+//! own deque holds the frames below it, whose owners take them back). It
+//! never starts a task of its own level or a lower one, nor a job of
+//! another subtree, so a job waiting for a short half does not stall
+//! behind an unrelated long one (rayon #957).
+//!
+//! How a job's subtree is known: every job has a [`Node`], whose parent is
+//! the node of the job its publisher was running (null: none). A stack
+//! job's node is in the job; a scope's spawned jobs share the scope's
+//! node, whose parent is the job running where the scope was opened. A
+//! job belongs to `b`'s subtree if `b`'s node is on its chain of parents.
+//! The waiter steals, and a job of another subtree goes to the channel's
+//! injector (see `core::job::steal_within`), where an idle worker or its
+//! own owner, for whom it is its own `b`, still finds it.
+//!
+//! Why every node on the chain is alive when it is read: the chain is read
+//! only for a job that was taken and has not run. Its publisher's frame
+//! waits for it, inside the run of the parent job (or inside the scope
+//! whose node it is), which therefore has not returned; and so on up the
+//! chain. A spawned job has no node of its own, since it may finish before
+//! the jobs it spawned: they name the scope, which outlives them all.
 //!
 //! Why the wait still makes progress: the thief runs `b`; the owner needs
 //! nothing else. Between rounds that found nothing it parks, a timed wait
@@ -43,10 +60,8 @@
 //! without helping (a plain channel receive) on a task of the owner's
 //! level waits for a worker other than the owner.
 //!
-//! Not yet isolated: a job of the same channel that belongs to another
-//! `join`'s subtree may run in the wait (jobs carry no ancestry); and a
-//! scope's wait (`scope`, `ScopedJoinHandle::join`) helps as any waiting
-//! worker does.
+//! Not yet isolated: a scope's wait (`scope`, `ScopedJoinHandle::join`)
+//! helps as any waiting worker does.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
@@ -55,7 +70,7 @@ use std::sync::Arc;
 
 use super::ScopeState;
 use crate::core::context::WorkerLocal;
-use crate::core::job::JobRef;
+use crate::core::job::{JobRef, Tag};
 use crate::core::Shared;
 use std::time::Duration;
 
@@ -178,11 +193,56 @@ impl JobLatch {
     }
 }
 
-/// `b`, its result, and the latch its owner waits on.
+/// A job's place in the tree of jobs (see "Isolated waits").
+pub(super) struct Node {
+    parent: *const Node,
+}
+
+// SAFETY: the parent is only read by `within`, under its contract.
+unsafe impl Send for Node {}
+// SAFETY: as above; nothing writes it after it is made.
+unsafe impl Sync for Node {}
+
+impl Node {
+    /// The node of a job published now by the calling thread, `local` if
+    /// it is a worker: its parent is the job that the worker runs.
+    pub(super) fn here(local: Option<&WorkerLocal>) -> Node {
+        Node {
+            parent: local.map_or(std::ptr::null(), |local| local.job_tag().0.cast()),
+        }
+    }
+
+    /// The tag of jobs at this node.
+    fn tag(&self) -> Tag {
+        Tag(std::ptr::from_ref(self).cast())
+    }
+}
+
+/// Whether the job tagged `tag` belongs to `root`'s subtree: `root` is on
+/// its chain of parents.
+///
+/// # Safety
+///
+/// `tag` is the tag of a job that was taken and has not run.
+unsafe fn within(tag: Tag, root: &Node) -> bool {
+    let mut node = tag.0.cast::<Node>();
+    while !node.is_null() {
+        if std::ptr::eq(node, root) {
+            return true;
+        }
+        // SAFETY: alive, by the contract ("Isolated waits": every node on
+        // a pending job's chain is).
+        node = unsafe { (*node).parent };
+    }
+    false
+}
+
+/// `b`, its result, the latch its owner waits on, and its node.
 struct StackJob<F, R> {
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<ThreadResult<R>>>,
     latch: JobLatch,
+    node: Node,
 }
 
 impl<F, R> StackJob<F, R>
@@ -231,12 +291,14 @@ where
         func: UnsafeCell::new(Some(b)),
         result: UnsafeCell::new(None),
         latch: JobLatch::new(),
+        node: Node::here(Some(local)),
     };
     let data = std::ptr::addr_of!(job).cast::<()>();
     // SAFETY: `job` lives until this function returns, which it does only
     // once the job ran (taken back below, or its latch set); its closure
     // and result are `Send`.
-    let job_ref = unsafe { JobRef::new(data, StackJob::<B, RB>::run_stolen, channel) };
+    let job_ref =
+        unsafe { JobRef::new(data, StackJob::<B, RB>::run_stolen, channel, job.node.tag()) };
     local.jobs.push(shared, local.index, job_ref);
     let ra = catch_unwind(AssertUnwindSafe(a));
     let rb = match local.jobs.pop(channel) {
@@ -251,7 +313,10 @@ where
             if let Some(older) = other {
                 local.jobs.push(shared, local.index, older);
             }
-            job.latch.wait(|| local.help_once(channel));
+            // SAFETY: `help_once` calls the filter with jobs taken and
+            // not run.
+            let mine = |j: &JobRef| unsafe { within(j.tag(), &job.node) };
+            job.latch.wait(|| local.help_once(channel, &mine));
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
             let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });
@@ -326,10 +391,11 @@ pub(super) fn spawn_on<F>(
         shared: &**shared,
     });
     let data = Box::into_raw(job).cast_const().cast::<()>();
+    let tag = scope.node.tag();
     // SAFETY: the box is freed by its one run. What `func` borrows outlives
     // it: the scope does not return before its count, which the run gives
     // back last but the close count, reaches 0.
-    let mut job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel) };
+    let mut job_ref = unsafe { JobRef::new(data, HeapJob::<F>::run, channel, tag) };
     if fifo {
         let queue = Fifo::of(scope, shared.id, channel);
         crate::sync::lock(&queue.jobs).push_back(job_ref);
@@ -337,7 +403,7 @@ pub(super) fn spawn_on<F>(
         // until its count reaches 0; each published "run the oldest" stands
         // for one queued job, which holds a count until it ran: the queue
         // outlives the run below.
-        job_ref = unsafe { JobRef::new(Arc::as_ptr(&queue).cast(), run_oldest, channel) };
+        job_ref = unsafe { JobRef::new(Arc::as_ptr(&queue).cast(), run_oldest, channel, tag) };
     }
     match local {
         Some(local) => local.jobs.push(shared, local.index, job_ref),
@@ -426,12 +492,13 @@ where
         })),
         result: UnsafeCell::new(None),
         latch: JobLatch::new(),
+        node: Node::here(None),
     };
     let data = std::ptr::addr_of!(job).cast::<()>();
     // SAFETY: `job` lives until this function returns, which it does only
     // once the job ran (its latch set: nobody else runs it); its closure
     // and result are `Send`.
-    let job_ref = unsafe { JobRef::new(data, run_stolen_of(&job), channel) };
+    let job_ref = unsafe { JobRef::new(data, run_stolen_of(&job), channel, job.node.tag()) };
     crate::core::job::inject(shared, job_ref);
     job.latch.wait_parked();
     // SAFETY: the latch is set (acquire): the thief wrote the result and

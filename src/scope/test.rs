@@ -21,6 +21,7 @@ fn state() -> Arc<ScopeState> {
         pending: Mutex::new(Vec::new()),
         spawned_on: crate::sync::AtomicUsize::new(0),
         fifo: Mutex::new(Vec::new()),
+        node: super::stack::Node::here(None),
     })
 }
 
