@@ -1,7 +1,7 @@
 //! [`Queue`]: enqueue jobs and look at them, from any process, with or
 //! without a pool, through a database thread of its own.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -21,6 +21,8 @@ enum Request {
     Revive(i64, oneshot::Sender<Result<bool, Error>>),
     Discard(i64, oneshot::Sender<Result<bool, Error>>),
     CountsByLevel(oneshot::Sender<Result<Vec<LevelCount>, Error>>),
+    Schedule(String, NewJob, Duration, oneshot::Sender<Result<(), Error>>),
+    Unschedule(String, oneshot::Sender<Result<bool, Error>>),
 }
 
 /// `(level, state, count)`: see [`Queue::counts_by_level`].
@@ -154,6 +156,32 @@ impl Queue {
     /// count)`, by level then state.
     pub fn counts_by_level(&self) -> Result<Vec<(i32, JobState, i64)>, Error> {
         futures::executor::block_on(self.ask(Request::CountsByLevel))
+    }
+
+    /// Schedules `job` every `every`, under `name`, once across all
+    /// processes: the first run is due now, each next one `every` after
+    /// the last was due. A worker (of any level) that claims, or wakes at
+    /// the next due time, enqueues the due runs in the same statement that
+    /// moves the schedule on, so two workers never enqueue the same run.
+    /// A run whose job is still queued or running is skipped (the job
+    /// carries the unique key `periodic:` + `name`). Runs missed while no
+    /// worker was up fire once, then the schedule goes on from then.
+    ///
+    /// Scheduling a name again replaces its job and interval and keeps
+    /// its next due time: every process may schedule at start. The job's
+    /// kind, payload, level and attempts are used; its run time, deadline
+    /// and unique key are not. An interval of zero, or past what the
+    /// database counts, is [`Error::Config`].
+    pub fn schedule_every(&self, name: &str, job: NewJob, every: Duration) -> Result<(), Error> {
+        let name = name.to_owned();
+        futures::executor::block_on(self.ask(|tx| Request::Schedule(name, job, every, tx)))
+    }
+
+    /// Removes schedule `name`; returns whether it existed. Jobs it
+    /// already enqueued stay.
+    pub fn unschedule(&self, name: &str) -> Result<bool, Error> {
+        let name = name.to_owned();
+        futures::executor::block_on(self.ask(|tx| Request::Unschedule(name, tx)))
     }
 
     fn ask<T: Send + 'static>(
@@ -339,7 +367,61 @@ async fn answer(connection: &Connection, request: Request) {
                 });
             let _ = tx.send(counts);
         }
+        Request::Schedule(name, job, every, tx) => {
+            let _ = tx.send(schedule(client, &name, &job, every).await);
+        }
+        Request::Unschedule(name, tx) => {
+            let removed = client
+                .execute("DELETE FROM smartpool_periodic WHERE name = $1", &[&name])
+                .await
+                .map(|n| n == 1)
+                .map_err(Error::from);
+            let _ = tx.send(removed);
+        }
     }
+}
+
+/// Inserts or replaces schedule `name` (see [`Queue::schedule_every`]).
+async fn schedule(
+    client: &tokio_postgres::Client,
+    name: &str,
+    job: &NewJob,
+    every: Duration,
+) -> Result<(), Error> {
+    // Whole microseconds, the database's resolution; at most 100 years.
+    let micros = i64::try_from(every.as_micros())
+        .ok()
+        .filter(|&m| m > 0 && m <= 100 * 365 * 86_400 * 1_000_000)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "a schedule's interval must be from 1 µs to 100 years, not {every:?}"
+            ))
+        })?;
+    client
+        .execute(
+            "INSERT INTO smartpool_periodic \
+             (name, kind, payload, level, max_attempts, every, next_run_at) \
+             VALUES ($1, $2, $3, $4, $5, make_interval(secs => $6::float8 / 1e6), now()) \
+             ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, payload = EXCLUDED.payload, \
+             level = EXCLUDED.level, max_attempts = EXCLUDED.max_attempts, every = EXCLUDED.every",
+            &[
+                &name,
+                &job.kind,
+                &job.payload,
+                &job.level,
+                &job.max_attempts,
+                &(micros as f64),
+            ],
+        )
+        .await?;
+    // Workers learn of it now, not at the next due time they knew of.
+    client
+        .execute(
+            "SELECT pg_notify($1, $2)",
+            &[&crate::schema::CHANNEL, &crate::schema::PERIODIC_NOTE],
+        )
+        .await?;
+    Ok(())
 }
 
 /// Inserts `job`; returns its id. A unique job whose key a queued or
@@ -417,5 +499,7 @@ fn fail(request: Request, error: Error) {
         Request::Revive(_, tx) => drop(tx.send(Err(error))),
         Request::Discard(_, tx) => drop(tx.send(Err(error))),
         Request::CountsByLevel(tx) => drop(tx.send(Err(error))),
+        Request::Schedule(_, _, _, tx) => drop(tx.send(Err(error))),
+        Request::Unschedule(_, tx) => drop(tx.send(Err(error))),
     }
 }

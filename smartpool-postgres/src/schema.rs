@@ -1,4 +1,5 @@
-//! The table, its claim index and its notify trigger, created once per
+//! The jobs table, its claim index and its notify trigger, and the table
+//! of periodic schedules, created once per
 //! database by whoever connects first (under an advisory lock, so that
 //! processes starting together do not race on `CREATE`).
 
@@ -6,6 +7,11 @@ use tokio_postgres::Client;
 
 /// The channel `LISTEN`ed to for new and re-queued jobs.
 pub(crate) const CHANNEL: &str = "smartpool_jobs";
+
+/// The notification's payload when a periodic schedule is made or changed
+/// (a job's is its level): workers fire at once, not at the next due time
+/// they knew of.
+pub(crate) const PERIODIC_NOTE: &str = "periodic";
 
 /// Every statement that makes the schema; each is idempotent.
 const SCHEMA: &str = r#"
@@ -34,6 +40,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS smartpool_jobs_unique ON smartpool_jobs (uniqu
     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
 CREATE INDEX IF NOT EXISTS smartpool_jobs_due ON smartpool_jobs (run_at)
     WHERE state = 'queued';
+CREATE TABLE IF NOT EXISTS smartpool_periodic (
+    name          TEXT PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    payload       BYTEA NOT NULL DEFAULT '',
+    level         INT NOT NULL DEFAULT 0,
+    max_attempts  INT NOT NULL DEFAULT 5,
+    every         INTERVAL NOT NULL CHECK (every > INTERVAL '0'),
+    next_run_at   TIMESTAMPTZ NOT NULL
+);
 CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('smartpool_jobs', NEW.level::text);
@@ -55,7 +70,8 @@ SELECT to_regclass('smartpool_jobs') IS NOT NULL
                WHERE tgrelid = to_regclass('smartpool_jobs')
                  AND tgname = 'smartpool_jobs_notify')
    AND to_regclass('smartpool_jobs_unique') IS NOT NULL
-   AND to_regclass('smartpool_jobs_due') IS NOT NULL";
+   AND to_regclass('smartpool_jobs_due') IS NOT NULL
+   AND to_regclass('smartpool_periodic') IS NOT NULL";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

@@ -272,6 +272,7 @@ impl Worker {
             released,
             leases: HashMap::new(),
             next_due: None,
+            fire_at: Some(Instant::now()),
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -450,6 +451,11 @@ struct Fetcher {
     /// claim that left room found it: the loop wakes then to claim it,
     /// not at the next poll.
     next_due: Option<Instant>,
+    /// When the next periodic run is due (see `fire`); `None` while no
+    /// schedule exists. Known from the last firing, and set to now by a
+    /// schedule's notification and by a reconnection (which may have
+    /// missed one): never a statement per poll.
+    fire_at: Option<Instant>,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -511,6 +517,31 @@ RETURNING id";
 const NEXT_DUE: &str = "\
 SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM smartpool_jobs
 WHERE level = ANY($1) AND state = 'queued' AND run_at > now()";
+
+/// In how many seconds the next periodic run becomes due (null if there
+/// is no schedule).
+const NEXT_FIRE: &str = "\
+SELECT EXTRACT(EPOCH FROM min(next_run_at) - now())::float8 FROM smartpool_periodic";
+
+/// Enqueues the periodic runs that are due and moves their schedules on,
+/// in one statement: a schedule another worker is firing is skipped
+/// (`SKIP LOCKED`), so each run is enqueued once. A run whose job is
+/// still queued or running is dropped (its unique key). A schedule that
+/// fell behind fires once and goes on from now.
+const FIRE: &str = "\
+WITH due AS (
+    SELECT name FROM smartpool_periodic WHERE next_run_at <= now()
+    FOR UPDATE SKIP LOCKED),
+fired AS (
+    UPDATE smartpool_periodic p SET next_run_at = CASE
+        WHEN p.next_run_at + p.every > now() THEN p.next_run_at + p.every
+        ELSE now() + p.every END
+    FROM due WHERE p.name = due.name
+    RETURNING p.name, p.kind, p.payload, p.level, p.max_attempts)
+INSERT INTO smartpool_jobs (kind, payload, level, max_attempts, unique_key)
+SELECT kind, payload, level, max_attempts, 'periodic:' || name FROM fired
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+DO NOTHING";
 
 /// Of jobs `$1`, those this worker (`$2`) no longer holds: another's, or
 /// not running. (A row a renewal skipped, locked for a moment by another
@@ -595,6 +626,8 @@ impl Fetcher {
                         retry = Duration::from_millis(50);
                         backlog = true;
                         renew_now = true;
+                        // A schedule's notification may have been missed.
+                        self.fire_at = Some(Instant::now());
                     }
                     Err(e) => {
                         log::warn!(
@@ -660,6 +693,12 @@ impl Fetcher {
             if let Some(due) = self.next_due {
                 wake_at = wake_at.min(due);
             }
+            // A periodic run fires in a claim: only while one can run.
+            if connected && closing.is_none() && !self.pool_closed {
+                if let Some(at) = self.fire_at {
+                    wake_at = wake_at.min(at);
+                }
+            }
             if !connected {
                 wake_at = wake_at.min(reconnect_at);
             }
@@ -678,15 +717,21 @@ impl Fetcher {
                         self.pending.push_back((report.0, report.1, 0));
                     }
                 }
-                Some(_) = async {
+                Some(note) = async {
                     match connection.as_mut() {
                         Some(c) => c.notes.recv().await,
                         None => std::future::pending().await,
                     }
                 } => {
                     backlog = true;
+                    let mut periodic = note == crate::schema::PERIODIC_NOTE;
                     if let Some(c) = connection.as_mut() {
-                        while c.notes.try_recv().is_ok() {}
+                        while let Ok(note) = c.notes.try_recv() {
+                            periodic |= note == crate::schema::PERIODIC_NOTE;
+                        }
+                    }
+                    if periodic {
+                        self.fire_at = Some(Instant::now());
                     }
                 }
                 request = close.recv(), if close_open => {
@@ -709,6 +754,9 @@ impl Fetcher {
                     if now >= next_poll {
                         backlog = true;
                         next_poll = now + self.options.poll;
+                    }
+                    if self.fire_at.is_some_and(|at| now >= at) {
+                        backlog = true;
                     }
                     if self.next_due.is_some_and(|due| now >= due) {
                         backlog = true;
@@ -910,6 +958,9 @@ impl Fetcher {
     /// Claims what the pool can start now and submits it; returns whether
     /// more may be claimable (the claim was full).
     async fn claim(&mut self, c: &Connection) -> Result<bool, Disconnected> {
+        if self.fire_at.is_some_and(|at| Instant::now() >= at) {
+            self.fire(c).await?;
+        }
         let room = self.capacity.saturating_sub(self.held.len());
         if room == 0 {
             return Ok(true);
@@ -1034,6 +1085,40 @@ impl Fetcher {
             };
         }
         Ok(full && !self.pool_closed)
+    }
+
+    /// Enqueues the periodic runs that are due (see [`FIRE`]), first in a
+    /// claim, so that one may be what the claim takes (the insert also
+    /// notifies every worker of its level); then learns when the next is
+    /// due. A schedule made or changed meanwhile notifies every worker
+    /// (see `schema::PERIODIC_NOTE`), which then fires at once.
+    async fn fire(&mut self, c: &Connection) -> Result<(), Disconnected> {
+        self.fire_at = None;
+        let next = match c.execute(FIRE, &[]).await {
+            Ok(_) => c.query(NEXT_FIRE, &[]).await,
+            Err(e) => Err(e),
+        };
+        match next {
+            Ok(rows) => {
+                // Due already: another worker is firing it (`SKIP LOCKED`);
+                // look again shortly, not at once. Far off: look again
+                // within a minute all the same (a change by hand that did
+                // not notify).
+                let secs = rows.first().and_then(|row| row.get::<_, Option<f64>>(0));
+                self.fire_at = secs
+                    .map(|secs| Instant::now() + Duration::from_secs_f64(secs.clamp(0.01, 60.0)));
+                Ok(())
+            }
+            Err(e) if self.lost(c, "firing periodic schedules", &e) => {
+                // Looked at again once connected.
+                self.fire_at = Some(Instant::now());
+                Err(Disconnected)
+            }
+            Err(_) => {
+                self.fire_at = Some(Instant::now() + self.options.poll.max(Duration::from_secs(1)));
+                Ok(())
+            }
+        }
     }
 
     /// Job `id` is no longer held: its outcome is written, passed on or

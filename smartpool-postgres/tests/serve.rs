@@ -801,3 +801,80 @@ fn a_task_enqueues_a_follow_up_job_with_enqueue_async() {
     close(served);
     assert!(queue.job(id).unwrap().is_none(), "ran and deleted");
 }
+
+/// One number from `sql` on database `db`.
+fn scalar(db: &str, sql: &str) -> i64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let url = common::url_of(db);
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client.query_one(sql, &[]).await.unwrap().get(0)
+    })
+}
+
+/// A periodic schedule runs once per due time across two workers: the
+/// run that is due now is enqueued once, the schedule moves an interval
+/// on in the same statement, a run made due again runs again, and
+/// `unschedule` removes it. Scheduling the name again from another
+/// process keeps its due time.
+#[test]
+fn a_schedule_fires_once_per_due_time_across_workers() {
+    let url = fresh_db("periodic");
+    let db = common::db_name("periodic");
+    let queue = Queue::connect(&url).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let options = || {
+        ServeOptions::new([0])
+            .poll(Duration::from_millis(50))
+            .keep_done(true)
+    };
+    let a = serve(&url, 1, 1, recording(tx.clone()), options());
+    let b = serve(&url, 1, 1, recording(tx), options());
+    let hourly = || NewJob::new("record", vec![]);
+    queue
+        .schedule_every("hourly", hourly(), Duration::from_secs(3600))
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    let runs = "SELECT count(*) FROM smartpool_jobs WHERE unique_key = 'periodic:hourly'";
+    let ahead = "SELECT count(*) FROM smartpool_periodic \
+                 WHERE name = 'hourly' AND next_run_at > now() + interval '59 minutes'";
+    assert_eq!(scalar(&db, ahead), 1, "moved on by an interval");
+    assert_eq!(scalar(&db, runs), 1, "enqueued once");
+    // Another process schedules it again at its start: the due time stays.
+    let other = Queue::connect(&url).unwrap();
+    other
+        .schedule_every("hourly", hourly(), Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(
+        scalar(&db, ahead),
+        1,
+        "a second schedule keeps the due time"
+    );
+    // Due again once the first run is done (a run due while the last is
+    // still running is skipped): one more run.
+    let done = "SELECT count(*) FROM smartpool_jobs \
+                WHERE unique_key = 'periodic:hourly' AND state = 'done'";
+    until(|| scalar(&db, done) == 1);
+    // A change by hand tells the workers as `schedule_every` does.
+    common::admin_of(
+        &db,
+        "UPDATE smartpool_periodic SET next_run_at = now(); NOTIFY smartpool_jobs, 'periodic'",
+    );
+    rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    until(|| scalar(&db, ahead) == 1);
+    assert_eq!(scalar(&db, runs), 2);
+    assert!(queue.unschedule("hourly").unwrap());
+    assert!(!queue.unschedule("hourly").unwrap());
+    assert!(matches!(
+        queue.schedule_every("never", hourly(), Duration::ZERO),
+        Err(smartpool_postgres::Error::Config(_))
+    ));
+    close(a);
+    close(b);
+}
