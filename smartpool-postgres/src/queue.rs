@@ -21,6 +21,7 @@ enum Request {
     Revive(i64, oneshot::Sender<Result<bool, Error>>),
     Discard(i64, oneshot::Sender<Result<bool, Error>>),
     CountsByLevel(oneshot::Sender<Result<Vec<LevelCount>, Error>>),
+    Unserved(oneshot::Sender<Result<Vec<(i32, i64)>, Error>>),
     Schedule(String, NewJob, Duration, oneshot::Sender<Result<(), Error>>),
     Unschedule(String, oneshot::Sender<Result<bool, Error>>),
 }
@@ -156,6 +157,15 @@ impl Queue {
     /// count)`, by level then state.
     pub fn counts_by_level(&self) -> Result<Vec<(i32, JobState, i64)>, Error> {
         futures::executor::block_on(self.ask(Request::CountsByLevel))
+    }
+
+    /// The levels where queued jobs wait and no live worker serves, with
+    /// how many jobs wait there: `(level, jobs)`, by level. A worker is
+    /// live from its start until it closes, or for a lease after it last
+    /// said so (every third of its lease); each live worker also warns in
+    /// its log when this list changes and is not empty.
+    pub fn unserved(&self) -> Result<Vec<(i32, i64)>, Error> {
+        futures::executor::block_on(self.ask(Request::Unserved))
     }
 
     /// Schedules `job` every `every`, under `name`, once across all
@@ -370,6 +380,14 @@ async fn answer(connection: &Connection, request: Request) {
         Request::Schedule(name, job, every, tx) => {
             let _ = tx.send(schedule(client, &name, &job, every).await);
         }
+        Request::Unserved(tx) => {
+            let unserved = client
+                .query(crate::worker::UNSERVED, &[])
+                .await
+                .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+                .map_err(Error::from);
+            let _ = tx.send(unserved);
+        }
         Request::Unschedule(name, tx) => {
             let removed = client
                 .execute("DELETE FROM smartpool_periodic WHERE name = $1", &[&name])
@@ -501,5 +519,6 @@ fn fail(request: Request, error: Error) {
         Request::CountsByLevel(tx) => drop(tx.send(Err(error))),
         Request::Schedule(_, _, _, tx) => drop(tx.send(Err(error))),
         Request::Unschedule(_, tx) => drop(tx.send(Err(error))),
+        Request::Unserved(tx) => drop(tx.send(Err(error))),
     }
 }

@@ -1,5 +1,5 @@
 //! The jobs table, its claim index and its notify trigger, and the table
-//! of periodic schedules, created once per
+//! of periodic schedules and of live workers, created once per
 //! database by whoever connects first (under an advisory lock, so that
 //! processes starting together do not race on `CREATE`).
 
@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS smartpool_periodic (
     every         INTERVAL NOT NULL CHECK (every > INTERVAL '0'),
     next_run_at   TIMESTAMPTZ NOT NULL
 );
+CREATE TABLE IF NOT EXISTS smartpool_workers (
+    id           TEXT PRIMARY KEY,
+    levels       INT[] NOT NULL,
+    alive_until  TIMESTAMPTZ NOT NULL
+);
 CREATE OR REPLACE FUNCTION smartpool_jobs_notify() RETURNS trigger AS $$
 BEGIN
     PERFORM pg_notify('smartpool_jobs', NEW.level::text);
@@ -71,7 +76,8 @@ SELECT to_regclass('smartpool_jobs') IS NOT NULL
                  AND tgname = 'smartpool_jobs_notify')
    AND to_regclass('smartpool_jobs_unique') IS NOT NULL
    AND to_regclass('smartpool_jobs_due') IS NOT NULL
-   AND to_regclass('smartpool_periodic') IS NOT NULL";
+   AND to_regclass('smartpool_periodic') IS NOT NULL
+   AND to_regclass('smartpool_workers') IS NOT NULL";
 
 /// Creates what is missing of the schema (PostgreSQL 14 or later, for
 /// `CREATE OR REPLACE TRIGGER`).

@@ -273,6 +273,7 @@ impl Worker {
             leases: HashMap::new(),
             next_due: None,
             fire_at: Some(Instant::now()),
+            unserved: Vec::new(),
         };
         db::spawn(
             "smartpool-postgres-worker".into(),
@@ -456,6 +457,8 @@ struct Fetcher {
     /// schedule's notification and by a reconnection (which may have
     /// missed one): never a statement per poll.
     fire_at: Option<Instant>,
+    /// The levels the last heartbeat found unserved (see `heartbeat`).
+    unserved: Vec<i32>,
     /// Whether a task dropped unfinished now is released (see `Report`).
     released: Released,
 }
@@ -517,6 +520,24 @@ RETURNING id";
 const NEXT_DUE: &str = "\
 SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM smartpool_jobs
 WHERE level = ANY($1) AND state = 'queued' AND run_at > now()";
+
+/// Worker `$1`, serving levels `$2`, is alive for a lease (`$3` seconds)
+/// more: what `Queue::unserved` and the log's warning read.
+const HEARTBEAT: &str = "\
+INSERT INTO smartpool_workers (id, levels, alive_until)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+ON CONFLICT (id) DO UPDATE SET levels = EXCLUDED.levels, alive_until = EXCLUDED.alive_until";
+
+/// Worker `$1` has closed.
+const GONE: &str = "DELETE FROM smartpool_workers WHERE id = $1";
+
+/// Levels with queued jobs that no live worker serves, and how many jobs
+/// wait there.
+pub(crate) const UNSERVED: &str = "\
+SELECT j.level, count(*) FROM smartpool_jobs j
+WHERE j.state = 'queued' AND NOT EXISTS (
+    SELECT 1 FROM smartpool_workers w WHERE j.level = ANY(w.levels) AND w.alive_until > now())
+GROUP BY j.level ORDER BY j.level";
 
 /// In how many seconds the next periodic run becomes due (null if there
 /// is no schedule).
@@ -609,7 +630,8 @@ impl Fetcher {
         let mut backlog = true;
         // Renew before anything else after a reconnection: leases may be
         // near their end.
-        let mut renew_now = false;
+        // (And at the start: the heartbeat says the worker is alive.)
+        let mut renew_now = true;
         let mut retry = Duration::from_millis(50);
         let mut reconnect_at = Instant::now();
         let mut outcomes_at = Instant::now();
@@ -681,6 +703,10 @@ impl Fetcher {
             }
             if let Some(waiters) = &mut closing {
                 if self.held.is_empty() && self.pending.is_empty() {
+                    // Best effort: a row left behind expires with its lease.
+                    if let Some(c) = connection.as_ref().filter(|c| !c.client.is_closed()) {
+                        let _ = c.execute(GONE, &[&self.me]).await;
+                    }
                     for waiter in waiters.drain(..) {
                         let _ = waiter.send(());
                     }
@@ -1121,6 +1147,37 @@ impl Fetcher {
         }
     }
 
+    /// Says this worker is alive for a lease more (see [`HEARTBEAT`]),
+    /// and warns in the log when queued jobs wait at levels that no live
+    /// worker serves (once per change of those levels).
+    async fn heartbeat(&mut self, c: &Connection) -> Result<(), Disconnected> {
+        let lease = self.options.lease.as_secs_f64();
+        let unserved = match c
+            .execute(HEARTBEAT, &[&self.me, &self.options.levels, &lease])
+            .await
+        {
+            Ok(_) => c.query(UNSERVED, &[]).await,
+            Err(e) => Err(e),
+        };
+        let rows = match unserved {
+            Ok(rows) => rows,
+            Err(e) if self.lost(c, "saying it is alive", &e) => return Err(Disconnected),
+            Err(_) => return Ok(()),
+        };
+        let levels: Vec<(i32, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let which: Vec<i32> = levels.iter().map(|&(level, _)| level).collect();
+        if which != self.unserved {
+            if !levels.is_empty() {
+                log::warn!(
+                    "smartpool-postgres: jobs wait at levels no live worker serves \
+                     (level, jobs): {levels:?}"
+                );
+            }
+            self.unserved = which;
+        }
+        Ok(())
+    }
+
     /// Job `id` is no longer held: its outcome is written, passed on or
     /// given up.
     fn let_go(&mut self, id: i64) {
@@ -1129,7 +1186,8 @@ impl Fetcher {
     }
 
     /// Renews the leases of the jobs held.
-    async fn renew(&self, c: &Connection) -> Result<(), Disconnected> {
+    async fn renew(&mut self, c: &Connection) -> Result<(), Disconnected> {
+        self.heartbeat(c).await?;
         if self.held.is_empty() {
             return Ok(());
         }

@@ -878,3 +878,34 @@ fn a_schedule_fires_once_per_due_time_across_workers() {
     close(a);
     close(b);
 }
+
+/// Jobs at a level that no live worker serves are said so
+/// (`Queue::unserved`): while only a worker of level 0 runs, a job of
+/// level 3 is listed; a worker of level 3 that starts takes it off the
+/// list; once that worker closes, it is listed again.
+#[test]
+fn jobs_at_a_level_no_worker_serves_are_said_so() {
+    let url = fresh_db("unserved");
+    let queue = Queue::connect(&url).unwrap();
+    let (tx, _rx) = mpsc::channel();
+    let zero = serve(&url, 1, 1, recording(tx.clone()), ServeOptions::new([0]));
+    // Due in an hour: it stays queued whoever serves its level.
+    queue
+        .enqueue(
+            NewJob::new("record", vec![])
+                .level(3)
+                .delay(Duration::from_secs(3600)),
+        )
+        .unwrap();
+    assert_eq!(queue.unserved().unwrap(), [(3, 1)]);
+    let three = serve(&url, 4, 1, recording(tx), ServeOptions::new([3]));
+    until(|| queue.unserved().unwrap().is_empty());
+    assert_eq!(queue.unserved().unwrap(), []);
+    close(three);
+    assert_eq!(
+        queue.unserved().unwrap(),
+        [(3, 1)],
+        "a closed worker serves nothing"
+    );
+    close(zero);
+}
