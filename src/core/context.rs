@@ -391,13 +391,15 @@ pub(crate) trait PoolHooks {
     /// One round of a join's isolated wait on `worker` (see
     /// `scope::stack`): runs one task of a level strictly above channel
     /// `channel`'s, or else one job of `channel` that `within` accepts.
-    /// Returns whether it ran something; `false` also when the worker must
-    /// not help (its stack is deep in nested waits, or the pool
-    /// terminated).
+    /// When the worker must not help (its stack is deep in nested waits,
+    /// or the pool terminated), runs only the job tagged `own`, the
+    /// owner's `b`, if a waiter moved it to the channel's injector.
+    /// Returns whether it ran something.
     fn help_once(
         &self,
         worker: &WorkerLocal,
         channel: usize,
+        own: super::job::Tag,
         within: &dyn Fn(&super::job::JobRef) -> bool,
     ) -> bool;
 
@@ -433,6 +435,7 @@ impl PoolHooks for NoHooks {
         &self,
         _: &WorkerLocal,
         _: usize,
+        _: super::job::Tag,
         _: &dyn Fn(&super::job::JobRef) -> bool,
     ) -> bool {
         false
@@ -508,11 +511,11 @@ impl WorkerLocal {
     /// job's channel (a task polled inside it answers for its own).
     pub(crate) fn run_job(&self, job: super::job::JobRef) {
         let outer = self.job_channel.replace(Some(job.channel()));
-        let outer_tag = self.job_tag.replace(job.tag());
-        // (A job catches its own panics.)
+        // Restored in an unwind too: a stale tag would name a node that
+        // is gone (though a job catches its own panics).
+        let _tag = crate::sync::Restore::set(&self.job_tag, job.tag());
         job.run();
         self.job_channel.set(outer);
-        self.job_tag.set(outer_tag);
         // After the run: a wait inside the job (a nested idle search)
         // must not use the flag up.
         self.ran_job.set(true);
@@ -533,9 +536,10 @@ impl WorkerLocal {
     pub(crate) fn help_once(
         &self,
         channel: usize,
+        own: super::job::Tag,
         within: &dyn Fn(&super::job::JobRef) -> bool,
     ) -> bool {
-        self.hooks.help_once(self, channel, within)
+        self.hooks.help_once(self, channel, own, within)
     }
 
     /// As [`PoolHooks::waker`].

@@ -6,22 +6,25 @@
 //! ran. So the job's memory outlives every use, and nothing is lost: a job
 //! that nobody steals is run by its owner.
 //!
-//! Why a job is never stranded: its owner takes it back from its own deque
-//! once its other half is done (see `scope::stack`). Only the owner pops
-//! its deque; a thief steals from the other end. If the owner's pop does
-//! not find the job, a thief has it, and the owner waits for its latch.
-//! The announcement of a job (its channel's status bit and the sleep
-//! protocol's post, as for a task) only brings parallelism: a job that no
-//! idle worker sees in time still runs, on its owner.
+//! Why a job is never stranded: its owner takes it back once its other
+//! half is done (see `scope::stack`). Only the owner pops its deque; a
+//! thief steals from the other end. If the owner's pop does not find the
+//! job, a thief has it, or a waiting owner moved it to the channel's
+//! injector (below); the owner then waits for its latch, and looks for
+//! its job in the injector meanwhile, whatever the pool's state and its
+//! stack's depth. The announcement of a job (its channel's status bit and
+//! the sleep protocol's post, as for a task) only brings parallelism: a
+//! job that no idle worker sees in time still runs, on its owner.
 //!
 //! A job carries a tag: its place in the tree of jobs, which the fork-join
 //! layer reads (see `scope::stack`, "Isolated waits") and this module does
 //! not. A worker running a job keeps its tag (`WorkerLocal::job_tag`), so
 //! the jobs published inside it name it. [`steal_within`] is the steal of
 //! a waiting owner: it takes only jobs its filter accepts, and moves the
-//! others to the channel's injector, where any idle worker or their own
-//! owner still finds them. Nothing is lost: a moved job is still published
-//! once, only elsewhere.
+//! others to the channel's injector, announced again. There, any idle
+//! worker finds them, and so does the owner of a stack job, as said. A
+//! scope's job holds a count towards close, so the pool does not
+//! terminate before it ran.
 //!
 //! Job deques are per worker seat and per channel, made on a seat's first
 //! job on that channel: a thief looking at a channel steals only that
@@ -208,15 +211,35 @@ pub(crate) fn steal_within(
             inject(shared, job);
         }
     }
+    steal_injected(shared, channel, within)
+}
+
+/// The oldest job of `channel`'s injector that `within` accepts, looking
+/// at as many jobs as it held. The others go back to its end, announced
+/// again: a worker may have found the channel empty while one was out.
+pub(crate) fn steal_injected(
+    shared: &Shared,
+    channel: usize,
+    within: &dyn Fn(&JobRef) -> bool,
+) -> Option<JobRef> {
     let injector = shared.job_injectors[channel].get()?;
+    let mut found = None;
+    let mut put_back = false;
     for _ in 0..injector.len() {
-        let job = settle(|| injector.steal())?;
+        let Some(job) = settle(|| injector.steal()) else {
+            break;
+        };
         if within(&job) {
-            return Some(job);
+            found = Some(job);
+            break;
         }
         injector.push(job);
+        put_back = true;
     }
-    None
+    if put_back {
+        shared.pushed(channel);
+    }
+    found
 }
 
 /// Repeats `steal` while it says retry.

@@ -9,7 +9,7 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
-use crate::core::job::JobRef;
+use crate::core::job::{JobRef, Tag};
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
@@ -379,12 +379,23 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         &self,
         local: &WorkerLocal,
         channel: usize,
+        own: Tag,
         within: &dyn Fn(&JobRef) -> bool,
     ) -> bool {
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
-            return false;
+            // No helping, but `b` itself, if a waiter moved it to the
+            // injector, is the owner's to run, as a pop would have found
+            // it: at this frame's depth, whatever the pool's state.
+            let is_own = |job: &JobRef| job.tag() == own;
+            return match crate::core::job::steal_injected(shared, channel, &is_own) {
+                Some(job) => {
+                    local.run_job(job);
+                    true
+                }
+                None => false,
+            };
         }
         let _slice = keep_slice(local);
         let _outer = Nested::save(shared, local);

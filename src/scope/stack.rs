@@ -42,6 +42,11 @@
 //! injector (see `core::job::steal_within`), where an idle worker or its
 //! own owner, for whom it is its own `b`, still finds it.
 //!
+//! The limit: a task polled inside a job (a scope's wait helping, or work
+//! of a higher level in this wait) keeps the job's tag, so the jobs that
+//! task publishes pass for the job's subtree. They are safe to run (they
+//! finish within the task's poll), only not isolated.
+//!
 //! Why every node on the chain is alive when it is read: the chain is read
 //! only for a job that was taken and has not run. Its publisher's frame
 //! waits for it, inside the run of the parent job (or inside the scope
@@ -49,10 +54,12 @@
 //! chain. A spawned job has no node of its own, since it may finish before
 //! the jobs it spawned: they name the scope, which outlives them all.
 //!
-//! Why the wait still makes progress: the thief runs `b`; the owner needs
-//! nothing else. Between rounds that found nothing it parks, a timed wait
-//! (1 µs doubling to 100 µs), so it looks again for urgent work and for
-//! jobs of `b`'s subtree at least that often; the thief unparks it at
+//! Why the wait still makes progress: the thief runs `b`, or, if a waiter
+//! moved `b` to the injector before anyone ran it, the owner finds it
+//! there and runs it (see `core::job`: even when it may not help).
+//! Between rounds that found nothing it parks, a timed wait (1 µs
+//! doubling to 100 µs), so it looks again for urgent work, for jobs of
+//! `b`'s subtree and for `b` at least that often; the thief unparks it at
 //! once when `b` is done. The owner is not one of the sleep protocol's
 //! idle workers meanwhile: no post counts on it.
 //!
@@ -316,7 +323,8 @@ where
             // SAFETY: `help_once` calls the filter with jobs taken and
             // not run.
             let mine = |j: &JobRef| unsafe { within(j.tag(), &job.node) };
-            job.latch.wait(|| local.help_once(channel, &mine));
+            job.latch
+                .wait(|| local.help_once(channel, job.node.tag(), &mine));
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
             let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });
