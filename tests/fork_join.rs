@@ -511,6 +511,42 @@ fn a_long_job_waiting_on_its_half_starts_no_other_long_job() {
     futures::executor::block_on(owned.close());
 }
 
+/// The same for a scope's wait: an item (a spawned closure) that opens a
+/// scope of two short closures and waits for it must not start another
+/// item meanwhile. The frame is opened inside `install`, so its own
+/// waiter is a worker too.
+#[test]
+fn a_scope_waiting_on_its_closures_starts_no_other_long_job() {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    thread_local!(static IN_ITEM: Cell<bool> = const { Cell::new(false) });
+    let owned = pool(4);
+    let work = &owned.pool.work;
+    let nested = AtomicUsize::new(0);
+    let items = if cfg!(miri) { 8 } else { 64 };
+    for _ in 0..scaled(100) {
+        smartpool::install(work, || {
+            smartpool::scope(|s| {
+                for _ in 0..items {
+                    s.spawn(work, || {
+                        if IN_ITEM.with(|inside| inside.replace(true)) {
+                            nested.fetch_add(1, Relaxed);
+                        }
+                        spin(100);
+                        smartpool::scope(|inner| {
+                            inner.spawn(work, || spin(20));
+                            inner.spawn(work, || spin(20));
+                        });
+                        IN_ITEM.with(|inside| inside.set(false));
+                    });
+                }
+            })
+        });
+    }
+    assert_eq!(nested.into_inner(), 0, "items started inside other items");
+    futures::executor::block_on(owned.close());
+}
+
 /// `smartpool::par`: every index once, in order where it returns values,
 /// empty inputs, from outside the pool and inside a task, on 1 and 2
 /// threads.

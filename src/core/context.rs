@@ -521,6 +521,16 @@ impl WorkerLocal {
         self.ran_job.set(true);
     }
 
+    /// Takes the newest job of `channel` back from this seat's deque if
+    /// `accept` accepts it (see `Jobs::pop_if`).
+    pub(crate) fn pop_job_if(
+        &self,
+        channel: usize,
+        accept: &dyn Fn(&super::job::JobRef) -> bool,
+    ) -> Option<super::job::JobRef> {
+        self.jobs.pop_if(self.shared.as_deref()?, channel, accept)
+    }
+
     /// The tag of the job this worker runs outside any task's poll (null:
     /// none).
     pub(crate) fn job_tag(&self) -> super::job::Tag {

@@ -96,6 +96,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::channel::{Channel, Exec, Rejected};
+use crate::core::job::JobRef;
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 use latch::CountLatch;
 
@@ -119,7 +120,15 @@ struct ScopeState {
     /// The node of the scope's spawned jobs (see `stack`, "Isolated
     /// waits").
     node: stack::Node,
+    /// What the waiter may wait on in isolation: 0 before any work went to
+    /// the waiter's pool; `c + 1` while all of it is spawned jobs of
+    /// channel `c`; [`MANY`] once it spawned on another channel too, or
+    /// submitted a task there.
+    wait_on: AtomicUsize,
 }
+
+/// See `ScopeState::wait_on`.
+const MANY: usize = usize::MAX;
 
 impl fmt::Debug for ScopeState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,6 +196,57 @@ impl ScopeState {
             };
             local.run_job(job);
         }
+    }
+
+    /// Work of this scope went to channel `channel` of the waiter's pool:
+    /// a spawned job (`job`), or a task.
+    fn went_to(&self, channel: usize, job: bool) {
+        let on = channel + 1;
+        let _ = self
+            .wait_on
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| match now {
+                0 if job => Some(on),
+                now if now == on && job => None,
+                MANY => None,
+                _ => Some(MANY),
+            });
+    }
+
+    /// The channel whose jobs the waiter may wait on in isolation, if the
+    /// scope's work on the waiter's pool is all jobs of one channel.
+    fn isolated_channel(&self) -> Option<usize> {
+        match self.wait_on.load(Ordering::Relaxed) {
+            0 | MANY => None,
+            on => Some(on - 1),
+        }
+    }
+
+    /// The scope's wait, after the body. On a worker of the pool where the
+    /// scope's work is all jobs of one channel, it is isolated (see
+    /// `stack`, "Isolated waits"): the worker runs the scope's jobs from
+    /// its own deque, newest first, then what `help_once` allows: work of a
+    /// higher level, and jobs of the scope's subtree. Otherwise it helps
+    /// as any waiting worker does, since a scoped task woken on the
+    /// waiter's pool may need the waiter to run it.
+    fn wait(&self) {
+        let local = match self.isolated_channel() {
+            Some(_) => crate::core::context::current(),
+            None => None,
+        };
+        let Some(local) = local else {
+            return self.latch.wait();
+        };
+        // SAFETY: `pop_job_if` and `help_once` call the filter with jobs
+        // taken and not run.
+        let within = |job: &JobRef| unsafe { stack::within(job.tag(), &self.node) };
+        self.latch.wait_isolated(|| {
+            let channel = self.isolated_channel()?;
+            if let Some(job) = local.pop_job_if(channel, &within) {
+                local.run_job(job);
+                return Some(true);
+            }
+            Some(local.help_once(channel, self.node.tag(), &within))
+        })
     }
 
     pub(super) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
@@ -327,6 +387,7 @@ where
             spawned_on: AtomicUsize::new(0),
             fifo: Mutex::new(Vec::new()),
             node: stack::Node::here(local.as_deref()),
+            wait_on: AtomicUsize::new(0),
         }),
         scope: PhantomData,
         env: PhantomData,
@@ -335,7 +396,7 @@ where
     scope.state.latch.count_down();
     scope.state.run_spawned();
     scope.state.run_own();
-    scope.state.latch.wait();
+    scope.state.wait();
     // Every task has ended: the panic slot is final.
     let task_panic = lock(&scope.state.panic).take();
     match (result, task_panic) {
@@ -381,6 +442,7 @@ impl<'scope> Scope<'scope, '_> {
         // is counted down.
         match channel.link() {
             Some(link) if self.state.waiter_pool == Some(link.pool_id()) => {
+                self.state.went_to(link.index(), false);
                 let claim = Arc::new(claim::Claim::new(task, link.index()));
                 let _detached = channel.exec(claim::Shell::new(claim.clone()));
                 lock(&self.state.pending).push(claim.clone());
@@ -474,6 +536,9 @@ impl<'scope> Scope<'scope, '_> {
             // A channel of no pool: `func` runs here.
             return stack::run_here(&self.state, func);
         };
+        if self.state.waiter_pool == Some(link.pool_id()) {
+            self.state.went_to(link.index(), true);
+        }
         let local = crate::core::context::current_of(link.pool_id());
         if local.is_some() && self.state.waiter_pool == Some(link.pool_id()) {
             let on = link.index() + 1;

@@ -220,7 +220,7 @@ impl Node {
     }
 
     /// The tag of jobs at this node.
-    fn tag(&self) -> Tag {
+    pub(super) fn tag(&self) -> Tag {
         Tag(std::ptr::from_ref(self).cast())
     }
 }
@@ -231,7 +231,7 @@ impl Node {
 /// # Safety
 ///
 /// `tag` is the tag of a job that was taken and has not run.
-unsafe fn within(tag: Tag, root: &Node) -> bool {
+pub(super) unsafe fn within(tag: Tag, root: &Node) -> bool {
     let mut node = tag.0.cast::<Node>();
     while !node.is_null() {
         if std::ptr::eq(node, root) {

@@ -22,6 +22,7 @@ fn state() -> Arc<ScopeState> {
         spawned_on: crate::sync::AtomicUsize::new(0),
         fifo: Mutex::new(Vec::new()),
         node: super::stack::Node::here(None),
+        wait_on: crate::sync::AtomicUsize::new(0),
     })
 }
 
