@@ -17,11 +17,11 @@ use crate::run::run;
 ///   on any number of threads, 1 included, and nests no deeper than the
 ///   recursion.
 /// * The wait is isolated: while a thief runs `b`, the caller runs only
-///   work of a level above `channel`'s, and jobs of `channel`, never
-///   another task of `channel`'s level or a lower one (which rayon's
-///   waiting thread may start, stalling the caller behind it). So a stolen
-///   `b` that blocks, without helping, on a task of that level waits for
-///   another worker to run it.
+///   work of a level above `channel`'s, and the jobs that `b` spawns or
+///   `join`s in turn, never an unrelated job or task of `channel`'s level
+///   or a lower one (which rayon's waiting thread may start, stalling the
+///   caller behind it, rayon #957). So a stolen `b` that blocks, without
+///   helping, on a task of that level waits for another worker to run it.
 /// * Anywhere else (the main thread, another pool's worker), `b` is a task
 ///   of `channel`: the caller runs `a`, then blocks until a worker of
 ///   `channel`'s pool has run `b`.

@@ -317,12 +317,20 @@ impl ScopeState {
 /// as a `rayon::scope` would. A task that never finishes (a future never
 /// woken) keeps `scope` waiting.
 ///
-/// A waiting worker first runs the scope's own tasks that no worker has
-/// started yet, newest first, on its own stack, whatever their channel's
-/// level (rayon's work-first order: recursive divide and conquer nests no
-/// deeper than its recursion, so it completes on one thread too). Then the
-/// queued tasks it runs may be any of its pool's, as in rayon, with the same
-/// hazards: the waiting task resumes only after the
+/// A scope whose work on the waiter's pool is all [`Scope::spawn`]ed
+/// closures of one channel (a frame) waits isolated: the waiting worker
+/// runs the scope's closures (its own newest first), closures they spawn
+/// or `join` in turn, and work of a level above that channel's, never an
+/// unrelated closure or task of its level or below (rayon's waiting thread
+/// may start one and stall its caller behind it, rayon #957).
+///
+/// Any other scope's waiting worker first runs the scope's own tasks that
+/// no worker has started yet, newest first, on its own stack, whatever
+/// their channel's level (rayon's work-first order: recursive divide and
+/// conquer nests no deeper than its recursion, so it completes on one
+/// thread too). Then the queued tasks it runs may be any of its pool's, as
+/// in rayon (a woken scoped task may need it), with the same hazards: the
+/// waiting task resumes only after the
 /// task the worker picked returns (a long low-priority task delays it); a
 /// task it picked that waits for something only the waiting task will do
 /// later deadlocks both; and a lock or `RefCell` borrow held across `scope`

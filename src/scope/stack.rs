@@ -67,8 +67,11 @@
 //! without helping (a plain channel receive) on a task of the owner's
 //! level waits for a worker other than the owner.
 //!
-//! Not yet isolated: a scope's wait (`scope`, `ScopedJoinHandle::join`)
-//! helps as any waiting worker does.
+//! A scope's wait is isolated the same way when the scope's work on the
+//! waiter's pool is all spawned jobs of one channel: its node is the root
+//! (see `ScopeState::wait`). Not isolated: the wait of a scope that
+//! submitted tasks there (a woken scoped task may need the waiter to run
+//! it), and `ScopedJoinHandle::join`.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
