@@ -105,9 +105,31 @@ fn enqueue_empty(queue: &Queue, n: usize) {
         .unwrap();
 }
 
+/// `VACUUM ANALYZE` of the jobs table, untimed, after an enqueue: every
+/// rep starts from the same state, whatever the reps before it left (a
+/// bare loop's claim, planned without the worker's settings, slows 5x on
+/// a table its deletes bloated and its statistics do not describe).
+fn settle_table(url: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute("VACUUM ANALYZE smartpool_jobs")
+            .await
+            .unwrap();
+    });
+}
+
 /// P1, one rep: jobs per second for `pools` pools of `capacity`.
 fn throughput(url: &str, queue: &Queue, n: usize, pools: usize, capacity: usize) -> f64 {
     enqueue_empty(queue, n);
+    settle_table(url);
     let ran = Arc::new(AtomicUsize::new(0));
     let waits = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
@@ -155,6 +177,7 @@ fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Ve
 /// claim one job, then delete it; jobs per second.
 fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
     enqueue_empty(queue, n);
+    settle_table(url);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -197,6 +220,9 @@ fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
 
 fn main() {
     let quick = std::env::var_os("SMARTPOOL_BENCH_QUICK").is_some();
+    // `ROWS=P3` runs P3 alone (the rows' names, comma-separated).
+    let want =
+        |row: &str| std::env::var("ROWS").map_or(true, |rows| rows.split(',').any(|r| r == row));
     // The bench harness passes `--bench`; nothing else to parse.
     let _cluster;
     let url = match std::env::var("SMARTPOOL_PG_URL") {
@@ -221,35 +247,45 @@ fn main() {
         ("P1 one pool, capacity 2 (its threads)", 1, 2),
         ("P1 two pools, capacity 2 each", 2, 2),
         ("P1 one pool, capacity 16", 1, 16),
-    ] {
+    ]
+    .into_iter()
+    .filter(|_| want("P1"))
+    {
         let rates: Vec<f64> = (0..reps)
             .map(|_| throughput(&url, &queue, n, pools, capacity))
             .collect();
         println!("| {name} | {:.0} |", median(rates));
     }
     println!();
-    let (mut ours, mut bare) = (Vec::new(), Vec::new());
-    for rep in 0..reps.max(3) {
-        if rep % 2 == 0 {
-            ours.push(throughput(&url, &queue, n, 1, 2));
-            bare.push(bare_loop(&url, &queue, n));
-        } else {
-            bare.push(bare_loop(&url, &queue, n));
-            ours.push(throughput(&url, &queue, n, 1, 2));
+    if want("P3") {
+        let (mut ours, mut bare) = (Vec::new(), Vec::new());
+        for rep in 0..reps.max(3) {
+            if rep % 2 == 0 {
+                ours.push(throughput(&url, &queue, n, 1, 2));
+                bare.push(bare_loop(&url, &queue, n));
+            } else {
+                bare.push(bare_loop(&url, &queue, n));
+                ours.push(throughput(&url, &queue, n, 1, 2));
+            }
         }
+        let each: Vec<String> = ours
+            .iter()
+            .zip(&bare)
+            .map(|(o, b)| format!("{o:.0}/{b:.0}"))
+            .collect();
+        let (ours, bare) = (median(ours), median(bare));
+        println!("P3: {n} empty jobs, interleaved, {} reps", reps.max(3));
+        println!("| row | jobs/s |");
+        println!("|---|---|");
+        println!("| smartpool-postgres, one pool, capacity 2 (the default) | {ours:.0} |");
+        println!("| a bare loop: 2 connections, claim one job, delete it | {bare:.0} |");
+        println!("| ratio (target ≥ 1.0) | {:.2} (reps: {}) |", ours / bare, each.join(", "));
+        println!();
     }
-    let (ours, bare) = (median(ours), median(bare));
-    println!("P3: {n} empty jobs, interleaved, {} reps", reps.max(3));
-    println!("| row | jobs/s |");
-    println!("|---|---|");
-    println!("| smartpool-postgres, one pool, capacity 2 (the default) | {ours:.0} |");
-    println!("| a bare loop: 2 connections, claim one job, delete it | {bare:.0} |");
-    println!("| ratio (target ≥ 1.0) | {:.2} |", ours / bare);
-    println!();
     println!("P2: 20 urgent jobs, one every 10 ms, while two pools drain {backlog} jobs of 200 µs");
     println!("| capacity | urgent wait p50 | max |");
     println!("|---|---|---|");
-    for capacity in [2, 16] {
+    for capacity in [2, 16].into_iter().filter(|_| want("P2")) {
         let waits = urgent_waits(&url, &queue, backlog, capacity);
         println!(
             "| {capacity} | {:.2} ms | {:.2} ms |",

@@ -668,11 +668,25 @@ impl Fetcher {
                     if renew_now {
                         self.renew(c).await?;
                     }
-                    if Instant::now() >= outcomes_at {
-                        outcomes_at = self.write_outcomes(c).await?;
-                    }
-                    if claim {
-                        backlog = self.claim(c).await?;
+                    let write = !self.pending.is_empty() && Instant::now() >= outcomes_at;
+                    let only_done = self.pending.iter().all(|(_, outcome, refusals)| {
+                        matches!(outcome, Outcome::Done) && *refusals == 0
+                    });
+                    let fire = self.fire_at.is_some_and(|at| Instant::now() >= at);
+                    if write && claim && only_done && !fire {
+                        // The common case of a busy worker: one round trip.
+                        let (more, retry_at) = self.write_done_and_claim(c).await?;
+                        backlog = more;
+                        if let Some(at) = retry_at {
+                            outcomes_at = at;
+                        }
+                    } else {
+                        if write {
+                            outcomes_at = self.write_outcomes(c).await?;
+                        }
+                        if claim {
+                            backlog = self.claim(c).await?;
+                        }
                     }
                     Ok::<(), Disconnected>(())
                 };
@@ -991,23 +1005,89 @@ impl Fetcher {
         if room == 0 {
             return Ok(true);
         }
+        let claimed = self.claim_query(c, room).await;
+        self.take_claimed(c, room, claimed).await
+    }
+
+    /// Writes the finished jobs' outcomes and claims in one round trip:
+    /// both statements are sent before either answer is read (the
+    /// protocol's pipelining), the write first, so the claim has the room
+    /// the finished jobs leave. What the write's answer says is taken as
+    /// [`Fetcher::write_outcomes`] takes it; a refused write is handed to
+    /// it, which writes the outcomes one by one. Returns whether more may
+    /// be claimable, and when to write again if a write was refused.
+    async fn write_done_and_claim(
+        &mut self,
+        c: &Connection,
+    ) -> Result<(bool, Option<Instant>), Disconnected> {
+        let finished: VecDeque<_> = std::mem::take(&mut self.pending);
+        let ids: Vec<i64> = finished.iter().map(|(id, _, _)| *id).collect();
+        let room = self
+            .capacity
+            .saturating_sub(self.held.len().saturating_sub(ids.len()));
+        let done = if self.options.keep_done {
+            DONE_KEEP
+        } else {
+            DONE_DELETE
+        };
+        let (written, claimed) =
+            futures::future::join(c.query(done, &[&ids, &self.me]), self.claim_query(c, room))
+                .await;
+        match written {
+            Ok(rows) => {
+                let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+                for id in ids {
+                    if !written.contains(&id) {
+                        self.passed_on(id, &Outcome::Done);
+                    }
+                    self.let_go(id);
+                }
+            }
+            Err(e) => {
+                self.pending = finished;
+                if self.lost(c, "writing outcomes", &e) {
+                    return Err(Disconnected);
+                }
+                let retry_at = self.write_outcomes(c).await?;
+                let backlog = self.take_claimed(c, room, claimed).await?;
+                return Ok((backlog, Some(retry_at)));
+            }
+        }
+        Ok((self.take_claimed(c, room, claimed).await?, None))
+    }
+
+    /// The claim statement for `room` jobs.
+    async fn claim_query(
+        &self,
+        c: &Connection,
+        room: usize,
+    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
         let lease = self.options.lease.as_secs_f64();
         let held: Vec<i64> = self.held.keys().copied().collect();
         let kinds = self.options.only_known_kinds.then(|| self.registry.kinds());
-        let rows = match c
-            .query(
-                CLAIM,
-                &[
-                    &self.options.levels,
-                    &(room as i64),
-                    &self.me,
-                    &lease,
-                    &held,
-                    &kinds,
-                ],
-            )
-            .await
-        {
+        c.query(
+            CLAIM,
+            &[
+                &self.options.levels,
+                &(room as i64),
+                &self.me,
+                &lease,
+                &held,
+                &kinds,
+            ],
+        )
+        .await
+    }
+
+    /// Submits the jobs a claim for `room` took; returns whether more may
+    /// be claimable (the claim was full).
+    async fn take_claimed(
+        &mut self,
+        c: &Connection,
+        room: usize,
+        claimed: Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>,
+    ) -> Result<bool, Disconnected> {
+        let rows = match claimed {
             Ok(rows) => rows,
             Err(e) => {
                 return if self.lost(c, "claiming", &e) {
