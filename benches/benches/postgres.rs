@@ -279,7 +279,11 @@ fn main() {
         println!("|---|---|");
         println!("| smartpool-postgres, one pool, capacity 2 (the default) | {ours:.0} |");
         println!("| a bare loop: 2 connections, claim one job, delete it | {bare:.0} |");
-        println!("| ratio (target ≥ 1.0) | {:.2} (reps: {}) |", ours / bare, each.join(", "));
+        println!(
+            "| ratio (target ≥ 1.0) | {:.2} (reps: {}) |",
+            ours / bare,
+            each.join(", ")
+        );
         println!();
     }
     println!("P2: 20 urgent jobs, one every 10 ms, while two pools drain {backlog} jobs of 200 µs");

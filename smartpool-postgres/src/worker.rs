@@ -883,15 +883,7 @@ impl Fetcher {
         if !finished.is_empty() {
             let ids: Vec<i64> = finished.iter().map(|(id, _, _)| *id).collect();
             match c.query(done, &[&ids, &self.me]).await {
-                Ok(rows) => {
-                    let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    for id in ids {
-                        if !written.contains(&id) {
-                            self.passed_on(id, &Outcome::Done);
-                        }
-                        self.let_go(id);
-                    }
-                }
+                Ok(rows) => self.written_done(ids, &rows),
                 Err(e) => {
                     if self.lost(c, "writing outcomes", &e) {
                         for item in finished.into_iter().rev() {
@@ -964,6 +956,18 @@ impl Fetcher {
         Ok(retry_at)
     }
 
+    /// The finished jobs `ids` are written: the returned `rows` name those
+    /// still this worker's; another's lease took the others.
+    fn written_done(&mut self, ids: Vec<i64>, rows: &[tokio_postgres::Row]) {
+        let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+        for id in ids {
+            if !written.contains(&id) {
+                self.passed_on(id, &Outcome::Done);
+            }
+            self.let_go(id);
+        }
+    }
+
     /// An outcome whose lease another worker has taken since: dropped.
     fn passed_on(&self, id: i64, outcome: &Outcome) {
         log::warn!(
@@ -1034,15 +1038,7 @@ impl Fetcher {
             futures::future::join(c.query(done, &[&ids, &self.me]), self.claim_query(c, room))
                 .await;
         match written {
-            Ok(rows) => {
-                let written: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
-                for id in ids {
-                    if !written.contains(&id) {
-                        self.passed_on(id, &Outcome::Done);
-                    }
-                    self.let_go(id);
-                }
-            }
+            Ok(rows) => self.written_done(ids, &rows),
             Err(e) => {
                 self.pending = finished;
                 if self.lost(c, "writing outcomes", &e) {

@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use super::help::{self, Help};
-use crate::sync::{lock, park, park_timeout, thread_current, AtomicUsize, Mutex, Ordering, Thread};
+use crate::sync::{lock, park, thread_current, AtomicUsize, Mutex, Ordering, Thread};
 
 /// Who to wake when the latch opens.
 enum WakeTarget {
@@ -110,14 +110,12 @@ impl CountLatch {
 
     /// The wait of a worker that helps only with the scope's own jobs and
     /// with work of a higher level (see `stack`, "Isolated waits"): calls
-    /// `round` until the latch opens, parking a timed wait (1 µs doubling
-    /// to 100 µs) whenever it ran nothing; the last count-down unparks it.
+    /// `round` until the latch opens (see `stack::help_until`); the last
+    /// count-down unparks it.
     /// `round` says whether it ran something, or `None` once the scope
     /// cannot be waited on in isolation any more: the wait goes on as
     /// [`CountLatch::wait`]'s. Never unwinds, as `wait`.
-    pub(crate) fn wait_isolated(&self, mut round: impl FnMut() -> Option<bool>) {
-        const MIN_PAUSE: Duration = Duration::from_micros(1);
-        const MAX_PAUSE: Duration = Duration::from_micros(100);
+    pub(crate) fn wait_isolated(&self, round: impl FnMut() -> Option<bool>) {
         if self.is_open() {
             return;
         }
@@ -125,34 +123,11 @@ impl CountLatch {
         // Before the count is read again: either the last count-down finds
         // the thread, or the read below sees the latch open.
         *lock(&self.waiter) = Some(WakeTarget::Thread(thread_current()));
-        let mut pause = MIN_PAUSE;
-        while !self.is_open() {
-            match catch_unwind(AssertUnwindSafe(&mut round)) {
-                Ok(Some(true)) => {
-                    pause = MIN_PAUSE;
-                    continue;
-                }
-                Ok(Some(false)) => {}
-                Ok(None) => {
-                    std::mem::forget(abort);
-                    return self.wait();
-                }
-                Err(panic) => {
-                    log::error!(
-                        "smartpool: a panic while a scope's waiter helped its pool: {}; \
-                         waiting on",
-                        crate::contain::panic_message(&*panic)
-                    );
-                    crate::contain::drop_contained(panic, "a panic payload's drop");
-                }
-            }
-            if self.is_open() {
-                break;
-            }
-            park_timeout(pause);
-            pause = (pause * 2).min(MAX_PAUSE);
-        }
+        let isolated = super::stack::help_until(|| self.is_open(), round, "a scope's waiter");
         std::mem::forget(abort);
+        if !isolated {
+            self.wait();
+        }
     }
 
     /// The wait itself: register, then help until open; or, not a worker

@@ -132,37 +132,10 @@ impl JobLatch {
     }
 
     /// The owner's wait: registers, then calls `help_once` until the
-    /// latch is set, parking (a timed wait, doubling up to
-    /// [`MAX_PAUSE`]) whenever it found nothing to run.
+    /// latch is set (see [`help_until`]).
     pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
-        if !self.register() {
-            return;
-        }
-        let mut pause = MIN_PAUSE;
-        while !self.is_set() {
-            // Helping runs the pool's work; what unwinds out of it (a
-            // behavior's `channel`) must not end the wait while the thief
-            // may still write the job: it is logged, and the wait goes on.
-            match catch_unwind(AssertUnwindSafe(&mut help_once)) {
-                Ok(true) => {
-                    pause = MIN_PAUSE;
-                    continue;
-                }
-                Ok(false) => {}
-                Err(panic) => {
-                    log::error!(
-                        "smartpool: a panic while a join's caller helped its pool: {}; \
-                         waiting on",
-                        crate::contain::panic_message(&*panic)
-                    );
-                    crate::contain::drop_contained(panic, "a panic payload's drop");
-                }
-            }
-            if self.is_set() {
-                return;
-            }
-            park_timeout(pause);
-            pause = (pause * 2).min(MAX_PAUSE);
+        if self.register() {
+            help_until(|| self.is_set(), || Some(help_once()), "a join's caller");
         }
     }
 
@@ -201,6 +174,43 @@ impl JobLatch {
         state.store(SET, Ordering::Release);
         owner
     }
+}
+
+/// An isolated wait's loop: calls `round` until `done()`, parking (a
+/// timed wait, doubling from [`MIN_PAUSE`] up to [`MAX_PAUSE`]) after a
+/// round that ran nothing. What unwinds out of a round (a behavior's
+/// `channel`, polled while helping) must not end the wait while others
+/// may still write what it waits for: it is logged, and the wait goes
+/// on. Returns `false` if a round said stop (`None`) before `done()`.
+pub(super) fn help_until(
+    done: impl Fn() -> bool,
+    mut round: impl FnMut() -> Option<bool>,
+    waiter: &str,
+) -> bool {
+    let mut pause = MIN_PAUSE;
+    while !done() {
+        match catch_unwind(AssertUnwindSafe(&mut round)) {
+            Ok(Some(true)) => {
+                pause = MIN_PAUSE;
+                continue;
+            }
+            Ok(Some(false)) => {}
+            Ok(None) => return false,
+            Err(panic) => {
+                log::error!(
+                    "smartpool: a panic while {waiter} helped its pool: {}; waiting on",
+                    crate::contain::panic_message(&*panic)
+                );
+                crate::contain::drop_contained(panic, "a panic payload's drop");
+            }
+        }
+        if done() {
+            break;
+        }
+        park_timeout(pause);
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+    true
 }
 
 /// A job's place in the tree of jobs (see "Isolated waits").
