@@ -108,6 +108,8 @@
 
 mod cluster;
 mod db;
+#[cfg(feature = "metrics-export")]
+mod export;
 mod job;
 mod queue;
 mod registry;

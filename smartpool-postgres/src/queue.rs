@@ -80,6 +80,10 @@ SELECT what FROM removed UNION ALL SELECT what FROM stopped";
 #[derive(Debug)]
 pub struct Queue {
     requests: mpsc::UnboundedSender<Request>,
+    /// The levels `export_metrics` has recorded series for (set to 0 once
+    /// their jobs are gone).
+    #[cfg(feature = "metrics-export")]
+    pub(crate) exported: std::sync::Mutex<std::collections::BTreeSet<i32>>,
 }
 
 impl Queue {
@@ -92,7 +96,11 @@ impl Queue {
         let url = url.to_owned();
         db::spawn("smartpool-postgres-queue".into(), serve(url, rx, ready))?;
         futures::executor::block_on(connected).map_err(|_| Error::Stopped)??;
-        Ok(Queue { requests })
+        Ok(Queue {
+            requests,
+            #[cfg(feature = "metrics-export")]
+            exported: Default::default(),
+        })
     }
 
     /// Enqueues `job`; returns its id.
