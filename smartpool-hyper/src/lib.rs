@@ -254,22 +254,11 @@ impl Server {
     /// connection level, on the tokio reactor of [`smartpool::tokio_io`].
     /// Fails on a level the pool lacks, a bound of zero, or a listener
     /// that cannot be made non-blocking.
-    pub fn serve<S, B>(
+    pub fn serve<S: HttpService>(
         self,
         listener: std::net::TcpListener,
         service: S,
-    ) -> Result<Serving, ServeError>
-    where
-        S: hyper::service::Service<Request<Incoming>, Response = Response<B>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<BoxError> + Send + 'static,
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
-    {
+    ) -> Result<Serving, ServeError> {
         let pool = self.pool;
         check_level(&pool, self.connections, "the connection level")?;
         let mut limits: Vec<Option<Arc<Semaphore>>> = vec![None; pool.levels()];
@@ -384,6 +373,40 @@ async fn accept<T: ConnService>(
     }
 }
 
+/// A service [`Server::serve`] takes: a hyper service of requests with
+/// hyper's body, whose futures, errors and response bodies cross threads
+/// (its handlers run on the pool's workers). Every such service is one;
+/// a tower service (an axum `Router`) is one through [`from_tower`].
+pub trait HttpService:
+    hyper::service::Service<
+        Request<Incoming>,
+        Response = Response<Self::ResBody>,
+        Future: Send + 'static,
+        Error: Into<BoxError> + Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// The body of the service's responses.
+    type ResBody: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
+}
+
+impl<S, B> HttpService for S
+where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type ResBody = B;
+}
+
 /// What a connection needs of its service: a [`LevelService`].
 trait ConnService:
     hyper::service::Service<
@@ -399,19 +422,8 @@ trait ConnService:
     type Body: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
 }
 
-impl<S, B> ConnService for LevelService<S>
-where
-    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError> + Send + 'static,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Body = ServerBody<B>;
+impl<S: HttpService> ConnService for LevelService<S> {
+    type Body = ServerBody<S::ResBody>;
 }
 
 /// Serves one connection, HTTP/1 or HTTP/2, until it ends or close

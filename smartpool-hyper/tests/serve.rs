@@ -14,7 +14,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use smartpool::{Leveled, OwnedPool, Pool};
-use smartpool_hyper::{ServeError, Server};
+use smartpool_hyper::{HttpService, ServeError, Server, Serving};
 
 /// The longest any step of a test waits.
 const LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
@@ -59,6 +59,20 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     (status, body)
 }
 
+/// Serves `service` on a fresh port of 127.0.0.1, with the routes' levels
+/// (`by_route`) and what `settings` adds: the server and its address.
+fn serve(
+    owned: &OwnedPool<Leveled>,
+    settings: impl FnOnce(Server) -> Server,
+    service: impl HttpService,
+) -> (Serving, SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = settings(Server::new(owned.pool.clone()).classify(by_route));
+    let serving = server.serve(listener, service).unwrap();
+    let addr = serving.local_addr();
+    (serving, addr)
+}
+
 /// Answers with the level its handler ran at.
 async fn report_level(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     Ok(Response::new(Full::new(Bytes::from(
@@ -69,12 +83,11 @@ async fn report_level(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
 #[test]
 fn each_request_runs_at_its_routes_level_over_http1() {
     let owned = pool();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .serve(listener, hyper::service::service_fn(report_level))
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(
+        &owned,
+        |server| server,
+        hyper::service::service_fn(report_level),
+    );
     assert_eq!(get(addr, "/health"), (200, "0".into()));
     assert_eq!(get(addr, "/batch"), (200, "1".into()));
     owned.close().wait();
@@ -84,12 +97,11 @@ fn each_request_runs_at_its_routes_level_over_http1() {
 #[test]
 fn each_request_runs_at_its_routes_level_over_http2() {
     let owned = pool();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .serve(listener, hyper::service::service_fn(report_level))
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(
+        &owned,
+        |server| server,
+        hyper::service::service_fn(report_level),
+    );
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -141,13 +153,7 @@ fn a_levels_bound_holds() {
             Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("done"))))
         }
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .max_in_flight(1, 1)
-        .serve(listener, service)
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(&owned, |server| server.max_in_flight(1, 1), service);
     let clients: Vec<_> = (0..4)
         .map(|_| std::thread::spawn(move || get(addr, "/batch")))
         .collect();
@@ -183,12 +189,7 @@ fn close_answers_what_it_keeps_and_503s_the_rest() {
             Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("kept"))))
         }
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .serve(listener, service)
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(&owned, |server| server, service);
     let kept = std::thread::spawn(move || get(addr, "/health"));
     let dropped = std::thread::spawn(move || get(addr, "/batch"));
     let mut levels = [
@@ -259,12 +260,7 @@ impl tower_service::Service<Request<Incoming>> for Tower {
 #[test]
 fn a_tower_service_runs_at_its_routes_levels() {
     let owned = pool();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .serve(listener, smartpool_hyper::from_tower(Tower))
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(&owned, |server| server, smartpool_hyper::from_tower(Tower));
     assert_eq!(get(addr, "/health"), (200, "0".into()));
     assert_eq!(get(addr, "/api"), (200, "1".into()));
     owned.close().wait();
@@ -285,12 +281,11 @@ fn a_panicking_handler_answers_500() {
             report_level(request).await
         }
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(|request| usize::from(request.uri().path() != "/boom-health"))
-        .serve(listener, service)
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(
+        &owned,
+        |server| server.classify(|request| usize::from(request.uri().path() != "/boom-health")),
+        service,
+    );
     for path in ["/call", "/boom-health", "/boom"] {
         assert_eq!(get(addr, path).0, 500, "{path}");
     }
@@ -324,13 +319,7 @@ fn a_request_given_up_on_frees_its_place() {
             Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("next"))))
         }
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let serving = Server::new(owned.pool.clone())
-        .classify(by_route)
-        .max_in_flight(1, 1)
-        .serve(listener, service)
-        .unwrap();
-    let addr = serving.local_addr();
+    let (serving, addr) = serve(&owned, |server| server.max_in_flight(1, 1), service);
     let mut stuck = TcpStream::connect(addr).unwrap();
     write!(stuck, "GET /stuck HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
     handlers.recv_timeout(LIMIT).unwrap();
