@@ -1,45 +1,69 @@
 //! A count-down latch whose waiter may be a pool worker that helps while it
 //! waits (the protocol is in the parent module's doc).
+//!
+//! The rule: the party whose count-down reaches 0 sets the latch last, and
+//! touches nothing of it after the set. So the latch, and the scope state
+//! around it, may be freed as soon as the waiter sees it set: a spawned
+//! job holds a plain pointer to its scope, not a counted reference.
+//!
+//! How: the waiter writes its wake target (its thread, and its worker's
+//! sleep slot if it is a worker) once, then turns the state `UNSET →
+//! WAITING`. The last count-down turns it `UNSET → SET` in one exchange if
+//! nobody waits yet (the waiter's own exchange then fails, and it does not
+//! wait); else it takes the target (the waiter cannot leave before `SET`),
+//! stores `SET`, and wakes the target it holds. As `stack::JobLatch`.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use super::help::{self, Help};
-use crate::sync::{lock, park, thread_current, AtomicUsize, Mutex, Ordering, Thread};
+use crate::sync::{park, thread_current, AtomicU8, AtomicUsize, Ordering, Thread, UnsafeCell};
 
-/// Who to wake when the latch opens.
-enum WakeTarget {
-    /// A thread that parks.
-    Thread(Thread),
-    /// A pool worker that may sleep in its pool's sleep protocol: wakes its
-    /// slot. (Never both: a worker re-registers as a thread before it
-    /// parks.)
-    Worker(Box<dyn Fn() + Send + Sync>),
+const UNSET: u8 = 0;
+const WAITING: u8 = 1;
+const SET: u8 = 2;
+
+/// Who to wake when the latch opens: the waiting thread, which may park,
+/// and, if it is a pool worker, its sleep slot (it may sleep in its pool's
+/// sleep protocol). A wake that finds it awake is harmless.
+struct WakeTarget {
+    thread: Thread,
+    worker: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl WakeTarget {
     fn wake(self) {
-        match self {
-            WakeTarget::Thread(thread) => thread.unpark(),
-            WakeTarget::Worker(wake) => wake(),
+        if let Some(wake) = self.worker {
+            wake();
         }
+        self.thread.unpark();
     }
 }
 
 /// Opens when its count reaches 0.
 pub(crate) struct CountLatch {
     count: AtomicUsize,
-    /// Registered by the waiter before it first reads `count`; read by the
-    /// party whose count-down reaches 0.
-    waiter: Mutex<Option<WakeTarget>>,
+    /// `UNSET → WAITING` by the waiter, once; `→ SET` by the last
+    /// count-down, once.
+    state: AtomicU8,
+    /// Written by the waiter before `WAITING`; read by the last count-down
+    /// only after it saw `WAITING`.
+    waiter: UnsafeCell<Option<WakeTarget>>,
 }
+
+// SAFETY: `waiter` is written only by the waiter, before it turns the
+// state `WAITING` (or finds it `SET`, whose setter never reads it), and
+// read only by the one party that saw `WAITING` (see the module doc); the
+// rest is atomics.
+unsafe impl Sync for CountLatch {}
 
 impl CountLatch {
     pub(crate) fn new(count: usize) -> CountLatch {
         CountLatch {
             count: AtomicUsize::new(count),
-            waiter: Mutex::new(None),
+            state: AtomicU8::new(UNSET),
+            waiter: UnsafeCell::new(None),
         }
     }
 
@@ -49,30 +73,90 @@ impl CountLatch {
     pub(crate) fn add(&self) {
         // Relaxed: the caller's own count keeps the latch closed, so no
         // ordering with the waiter is needed here.
-        self.count.fetch_add(1, Ordering::Relaxed);
+        let before = self.count.fetch_add(1, Ordering::Relaxed);
+        debug_assert_ne!(before, 0, "a party added after the latch opened");
     }
 
     /// The calling party is done. Everything it did before happens before a
-    /// waiter sees the latch open.
+    /// waiter sees the latch open. (The caller keeps the latch alive: see
+    /// [`CountLatch::count_down_last`] for a caller that does not.)
     pub(crate) fn count_down(&self) {
-        // Release: with the release sequence that the later count-downs
-        // continue, pairs with the Acquire load of `is_open`.
-        if self.count.fetch_sub(1, Ordering::Release) == 1 {
-            // The waiter registers under this lock before it reads the
-            // count: either we find its target, or its read comes after our
-            // decrement. We are the only one to get here (the count reaches
-            // 0 once), so take the target and wake it outside the lock.
-            let target = lock(&self.waiter).take();
-            if let Some(target) = target {
-                target.wake();
-            }
+        // SAFETY: alive for the call, by `&self`.
+        unsafe { CountLatch::count_down_last(self) }
+    }
+
+    /// [`CountLatch::count_down`] through a pointer: the latch may be freed
+    /// as soon as this call opened it, before it returns.
+    ///
+    /// # Safety
+    ///
+    /// `this` is live when the call begins, and the caller's party is
+    /// counted: the latch cannot open before this call's count-down.
+    pub(crate) unsafe fn count_down_last(this: *const CountLatch) {
+        // SAFETY: live until the count reaches 0, which this call's
+        // count-down does at the earliest.
+        let count = unsafe { &(*this).count };
+        // Release: each count-down's writes travel the release sequence;
+        // Acquire for the last: it carries them all to the set below.
+        if count.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        // SAFETY: the latch is live until set; the set is the last touch.
+        if let Some(target) = unsafe { CountLatch::set(this) } {
+            target.wake();
         }
     }
 
-    /// Whether every party is done.
+    /// The last count-down's set. Returns the waiter's target if it
+    /// waits: woken through what the caller holds, since the latch may be
+    /// gone once set.
+    ///
+    /// # Safety
+    ///
+    /// `this` is live when the call begins; called once.
+    unsafe fn set(this: *const CountLatch) -> Option<WakeTarget> {
+        // SAFETY: live until set, by the contract.
+        let state = unsafe { &(*this).state };
+        if state
+            .compare_exchange(UNSET, SET, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return None;
+        }
+        // `WAITING` (acquire): the waiter wrote its target and waits for
+        // `SET`, so the latch is alive and the slot stable.
+        // SAFETY: as just said.
+        let target = unsafe { (*this).waiter.with_mut(|waiter| (*waiter).take()) };
+        state.store(SET, Ordering::Release);
+        target
+    }
+
+    /// Whether every party is done (acquire: what they did is visible).
     pub(crate) fn is_open(&self) -> bool {
-        // Acquire: pairs with the Release count-downs.
-        self.count.load(Ordering::Acquire) == 0
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// The waiter's registration, once: writes its target, then turns the
+    /// latch `WAITING`. Later calls do nothing. Returns `false` if the
+    /// latch is set (nothing to wait for).
+    fn register(&self, help: Option<&dyn Help>) -> bool {
+        match self.state.load(Ordering::Acquire) {
+            SET => return false,
+            WAITING => return true,
+            _ => {}
+        }
+        let target = WakeTarget {
+            thread: thread_current(),
+            worker: help.map(|help| help.waker()),
+        };
+        // SAFETY: only the waiter writes; the setter reads the slot only
+        // once it sees `WAITING`, which the exchange below publishes after
+        // this write (a setter that finds `UNSET` never reads it).
+        self.waiter
+            .with_mut(|waiter| unsafe { *waiter = Some(target) });
+        self.state
+            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// The parties not yet done.
@@ -119,10 +203,13 @@ impl CountLatch {
         if self.is_open() {
             return;
         }
+        // Before the state is read again: either the last count-down finds
+        // the target, or the reads below see the latch open. With the
+        // worker's slot too, should the wait go on as `wait`'s.
+        if !self.register(help::current().as_deref()) {
+            return;
+        }
         let abort = AbortOnUnwind;
-        // Before the count is read again: either the last count-down finds
-        // the thread, or the read below sees the latch open.
-        *lock(&self.waiter) = Some(WakeTarget::Thread(thread_current()));
         let isolated = super::stack::help_until(|| self.is_open(), round, "a scope's waiter");
         std::mem::forget(abort);
         if !isolated {
@@ -131,16 +218,17 @@ impl CountLatch {
     }
 
     /// The wait itself: register, then help until open; or, not a worker
-    /// (or its pool has terminated and has nothing left to run), register
-    /// as a thread and park until open.
+    /// (or its pool has terminated and has nothing left to run), park
+    /// until open.
     pub(super) fn wait_with(&self, help: Option<&dyn Help>) {
+        if !self.register(help) {
+            return;
+        }
         if let Some(help) = help {
-            *lock(&self.waiter) = Some(WakeTarget::Worker(help.waker()));
             if help.help_until(&|| self.is_open()) {
                 return;
             }
         }
-        *lock(&self.waiter) = Some(WakeTarget::Thread(thread_current()));
         // Park keeps an unpark that came first: no wake is lost.
         while !self.is_open() {
             park();
@@ -152,6 +240,7 @@ impl fmt::Debug for CountLatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CountLatch")
             .field("count", &self.count())
+            .field("open", &self.is_open())
             .finish_non_exhaustive()
     }
 }

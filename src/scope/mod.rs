@@ -27,10 +27,11 @@
 //!   pool may poll it (it returns `Ready` at once) or free it whenever it
 //!   likes, for instance when a stray waker clone finally goes.
 //! * The body ends (returning or unwinding: its panic is caught), its 1 is
-//!   counted down, and the caller waits until the count reads 0 with an
-//!   `Acquire` load that pairs with the `Release` count-downs (through the
-//!   release sequence they continue one another's): everything the
-//!   tasks did, drops included, happens before `scope` returns.
+//!   counted down, and the caller waits until the latch is set: the last
+//!   count-down acquires the others' (the release sequence they continue)
+//!   and releases them all in the set, which the caller's `Acquire` load
+//!   sees: everything the tasks did, drops included, happens before
+//!   `scope` returns.
 //! * Then `scope` resumes the body's panic if it had one, else the first
 //!   task panic, else returns the body's value.
 //!
@@ -60,21 +61,21 @@
 //!
 //! # Why the waiter is always woken
 //!
-//! The waiter registers its wake target under the latch's mutex before it
-//! reads the count: its worker slot if it is a worker (which helps), its
-//! thread otherwise (which parks; a worker whose pool terminated with
-//! nothing left to run re-registers as a thread, then parks). The task
-//! whose count-down reaches 0 (one party, once) then takes the target from
-//! under that mutex and wakes it. Either the count-down's lock came first,
-//! and the waiter's read after its own registration sees 0; or the target
-//! was there, and it is woken: a thread is unparked (park keeps the token,
-//! so an unpark before the park is not lost); a worker is woken through its
-//! sleep slot's lock, under which a sleeping worker made its final check,
-//! so either that check saw the latch open or the worker was already
-//! blocked and the wake finds it. A wake that finds the waiter awake, or
-//! already gone, is harmless. `loom_model` checks the latch with both kinds
-//! of waiter, on the real `Sleep` with a minimal helper (the worker's real
-//! helping loop, `pool::worker`, is exercised by `tests/scope.rs`).
+//! The waiter registers its wake target once, before it reads the latch's
+//! state: its thread, and its worker's sleep slot if it is a worker. The
+//! party whose count-down reaches 0 (one party, once) then sets the latch:
+//! if the waiter registered, it takes the target first and wakes it after
+//! the set; if not, the waiter's registration fails and it does not wait.
+//! A thread is unparked (park keeps the token, so an unpark before the
+//! park is not lost); a worker is woken through its sleep slot's lock,
+//! under which a sleeping worker made its final check, so either that
+//! check saw the latch set or the worker was already blocked and the wake
+//! finds it. A wake that finds the waiter awake, or already gone, is
+//! harmless. The setter touches nothing of the latch after the set, so a
+//! spawned job holds its scope by a plain pointer (see `latch`).
+//! `loom_model` checks the latch with both kinds of waiter, on the real
+//! `Sleep` with a minimal helper (the worker's real helping loop,
+//! `pool::worker`, is exercised by `tests/scope.rs`).
 
 mod claim;
 mod erase;

@@ -356,7 +356,10 @@ where
 /// scope nor close ends before it ran.
 struct HeapJob<F> {
     func: F,
-    scope: Arc<ScopeState>,
+    /// The scope's state, alive while the job's count is held: the scope
+    /// does not return before its latch opens, which the job's count-down
+    /// does at the earliest, and touches nothing after (see `latch`).
+    scope: *const ScopeState,
     /// The pool, alive while the job's count is held: released after the
     /// run.
     shared: *const Shared,
@@ -377,9 +380,12 @@ impl<F: FnOnce() + Send> HeapJob<F> {
             shared,
         } = *job;
         if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
-            scope.record_panic(panic);
+            // SAFETY: alive while the job's count is held (see `scope`).
+            unsafe { (*scope).record_panic(panic) };
         }
-        scope.latch.count_down();
+        // SAFETY: alive until this count-down opens the latch, at the
+        // earliest; the count-down touches nothing after it.
+        unsafe { super::latch::CountLatch::count_down_last(std::ptr::addr_of!((*scope).latch)) };
         // SAFETY: the count keeps the pool from terminating, so its shared
         // state alive, until this release.
         unsafe { (*shared).release_counted() };
@@ -408,7 +414,7 @@ pub(super) fn spawn_on<F>(
     }
     let job = Box::new(HeapJob {
         func,
-        scope: scope.clone(),
+        scope: Arc::as_ptr(scope),
         shared: &**shared,
     });
     let data = Box::into_raw(job).cast_const().cast::<()>();
