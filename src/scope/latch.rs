@@ -6,12 +6,13 @@
 //! around it, may be freed as soon as the waiter sees it set: a spawned
 //! job holds a plain pointer to its scope, not a counted reference.
 //!
-//! How: the waiter writes its wake target (its thread, and its worker's
-//! sleep slot if it is a worker) once, then turns the state `UNSET →
-//! WAITING`. The last count-down turns it `UNSET → SET` in one exchange if
+//! How ([`OnceLatch`], which a stolen job's latch uses too): the waiter
+//! writes its wake target (its thread, and its worker's sleep slot if it
+//! is a worker) once, then turns the state `UNSET → WAITING`. The setter
+//! (here the last count-down) turns it `UNSET → SET` in one exchange if
 //! nobody waits yet (the waiter's own exchange then fails, and it does not
 //! wait); else it takes the target (the waiter cannot leave before `SET`),
-//! stores `SET`, and wakes the target it holds. As `stack::JobLatch`.
+//! stores `SET`, and wakes the target it holds. `loom_model` checks it.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -19,6 +20,81 @@ use std::time::Duration;
 
 use super::help::{self, Help};
 use crate::sync::{park, thread_current, AtomicU8, AtomicUsize, Ordering, Thread, UnsafeCell};
+
+/// A latch set once, by one party, with one waiter that registers a
+/// target to wake (see the module doc). The setter touches nothing of it
+/// after the set.
+pub(crate) struct OnceLatch<T> {
+    /// `UNSET → WAITING` by the waiter, once; `→ SET` by the setter, once.
+    state: AtomicU8,
+    /// Written by the waiter before `WAITING` (or on finding `SET`, whose
+    /// setter never reads it); read by the setter only after it saw
+    /// `WAITING`.
+    target: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: `target` is written only by the waiter and read only by the one
+// setter that saw `WAITING`, after the waiter's write (see the fields);
+// what is read is handed to the setter's thread: `T: Send`.
+unsafe impl<T: Send> Sync for OnceLatch<T> {}
+
+impl<T> OnceLatch<T> {
+    pub(crate) fn new() -> OnceLatch<T> {
+        OnceLatch {
+            state: AtomicU8::new(UNSET),
+            target: UnsafeCell::new(None),
+        }
+    }
+
+    /// Whether the latch is set (acquire: what the setter did before is
+    /// visible).
+    pub(crate) fn is_set(&self) -> bool {
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// The waiter's registration, once: writes the target `make` returns,
+    /// then turns the latch `WAITING`. A later call does nothing. Returns
+    /// `false` if the latch is set (nothing to wait for).
+    pub(crate) fn register(&self, make: impl FnOnce() -> T) -> bool {
+        match self.state.load(Ordering::Acquire) {
+            SET => return false,
+            WAITING => return true,
+            _ => {}
+        }
+        let target = make();
+        // SAFETY: only the waiter writes; the setter reads the slot only
+        // once it sees `WAITING`, which the exchange below publishes after
+        // this write (a setter that finds `UNSET` never reads it).
+        self.target.with_mut(|slot| unsafe { *slot = Some(target) });
+        self.state
+            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The set. Returns the waiter's target if it waits: the caller wakes
+    /// it through what it holds, since the latch may be gone once set.
+    ///
+    /// # Safety
+    ///
+    /// `this` is live when the call begins; called once. (A pointer, not
+    /// a reference: the latch may be freed before the call returns.)
+    pub(crate) unsafe fn set(this: *const OnceLatch<T>) -> Option<T> {
+        // SAFETY: live until set, by the contract.
+        let state = unsafe { &(*this).state };
+        if state
+            .compare_exchange(UNSET, SET, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return None;
+        }
+        // `WAITING` (acquire): the waiter wrote its target and waits for
+        // `SET`, so the latch is alive and the slot stable.
+        // SAFETY: as just said.
+        let target = unsafe { (*this).target.with_mut(|slot| (*slot).take()) };
+        state.store(SET, Ordering::Release);
+        target
+    }
+}
 
 const UNSET: u8 = 0;
 const WAITING: u8 = 1;
@@ -41,29 +117,17 @@ impl WakeTarget {
     }
 }
 
-/// Opens when its count reaches 0.
+/// Opens when its count reaches 0: the last count-down sets its latch.
 pub(crate) struct CountLatch {
     count: AtomicUsize,
-    /// `UNSET → WAITING` by the waiter, once; `→ SET` by the last
-    /// count-down, once.
-    state: AtomicU8,
-    /// Written by the waiter before `WAITING`; read by the last count-down
-    /// only after it saw `WAITING`.
-    waiter: UnsafeCell<Option<WakeTarget>>,
+    latch: OnceLatch<WakeTarget>,
 }
-
-// SAFETY: `waiter` is written only by the waiter, before it turns the
-// state `WAITING` (or finds it `SET`, whose setter never reads it), and
-// read only by the one party that saw `WAITING` (see the module doc); the
-// rest is atomics.
-unsafe impl Sync for CountLatch {}
 
 impl CountLatch {
     pub(crate) fn new(count: usize) -> CountLatch {
         CountLatch {
             count: AtomicUsize::new(count),
-            state: AtomicU8::new(UNSET),
-            waiter: UnsafeCell::new(None),
+            latch: OnceLatch::new(),
         }
     }
 
@@ -102,61 +166,23 @@ impl CountLatch {
             return;
         }
         // SAFETY: the latch is live until set; the set is the last touch.
-        if let Some(target) = unsafe { CountLatch::set(this) } {
+        if let Some(target) = unsafe { OnceLatch::set(std::ptr::addr_of!((*this).latch)) } {
             target.wake();
         }
     }
 
-    /// The last count-down's set. Returns the waiter's target if it
-    /// waits: woken through what the caller holds, since the latch may be
-    /// gone once set.
-    ///
-    /// # Safety
-    ///
-    /// `this` is live when the call begins; called once.
-    unsafe fn set(this: *const CountLatch) -> Option<WakeTarget> {
-        // SAFETY: live until set, by the contract.
-        let state = unsafe { &(*this).state };
-        if state
-            .compare_exchange(UNSET, SET, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return None;
-        }
-        // `WAITING` (acquire): the waiter wrote its target and waits for
-        // `SET`, so the latch is alive and the slot stable.
-        // SAFETY: as just said.
-        let target = unsafe { (*this).waiter.with_mut(|waiter| (*waiter).take()) };
-        state.store(SET, Ordering::Release);
-        target
-    }
-
     /// Whether every party is done (acquire: what they did is visible).
     pub(crate) fn is_open(&self) -> bool {
-        self.state.load(Ordering::Acquire) == SET
+        self.latch.is_set()
     }
 
-    /// The waiter's registration, once: writes its target, then turns the
-    /// latch `WAITING`. Later calls do nothing. Returns `false` if the
-    /// latch is set (nothing to wait for).
+    /// The waiter's registration (see [`OnceLatch::register`]): its
+    /// thread, and its worker's sleep slot if it helps.
     fn register(&self, help: Option<&dyn Help>) -> bool {
-        match self.state.load(Ordering::Acquire) {
-            SET => return false,
-            WAITING => return true,
-            _ => {}
-        }
-        let target = WakeTarget {
+        self.latch.register(|| WakeTarget {
             thread: thread_current(),
             worker: help.map(|help| help.waker()),
-        };
-        // SAFETY: only the waiter writes; the setter reads the slot only
-        // once it sees `WAITING`, which the exchange below publishes after
-        // this write (a setter that finds `UNSET` never reads it).
-        self.waiter
-            .with_mut(|waiter| unsafe { *waiter = Some(target) });
-        self.state
-            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        })
     }
 
     /// The parties not yet done.

@@ -17,12 +17,13 @@
 //!
 //! # The latch
 //!
-//! `UNSET → WAITING` by the owner, once, after it wrote its thread into
-//! the latch; `→ SET` by the thief, once. A thief that finds `UNSET` sets
-//! the latch in one exchange and wakes nobody: the owner's own exchange
-//! then fails, and it does not wait. A thief that finds `WAITING` clones
-//! the owner's thread first (the owner cannot leave before `SET`), then
-//! stores `SET`, then unparks the owner. `loom_model` checks it.
+//! A `latch::OnceLatch` whose target is the owner's thread: `UNSET →
+//! WAITING` by the owner, once, after it wrote its thread into the latch;
+//! `→ SET` by the thief, once. A thief that finds `UNSET` sets the latch
+//! in one exchange and wakes nobody: the owner's own exchange then fails,
+//! and it does not wait. A thief that finds `WAITING` takes the owner's
+//! thread first (the owner cannot leave before `SET`), then stores `SET`,
+//! then unparks the owner. `loom_model` checks it.
 //!
 //! # Isolated waits
 //!
@@ -84,7 +85,8 @@ use crate::core::job::{JobRef, Tag};
 use crate::core::Shared;
 use std::time::Duration;
 
-use crate::sync::{park, park_timeout, thread_current, AtomicU8, Ordering, Thread, UnsafeCell};
+use super::latch::OnceLatch;
+use crate::sync::{park, park_timeout, thread_current, Thread, UnsafeCell};
 
 /// The first and the longest park of a waiting owner that found nothing
 /// to run: it looks again for work it may run (a job of `b`'s channel, a
@@ -92,49 +94,15 @@ use crate::sync::{park, park_timeout, thread_current, AtomicU8, Ordering, Thread
 const MIN_PAUSE: Duration = Duration::from_micros(1);
 const MAX_PAUSE: Duration = Duration::from_micros(100);
 
-const UNSET: u8 = 0;
-const WAITING: u8 = 1;
-const SET: u8 = 2;
-
-/// What a stolen job's owner waits on.
-pub(super) struct JobLatch {
-    state: AtomicU8,
-    /// The owner's thread: written by the owner before `WAITING`, read by
-    /// the thief only after it saw `WAITING`.
-    owner: UnsafeCell<Option<Thread>>,
-}
+/// What a stolen job's owner waits on: the owner's thread is the target
+/// (see `latch::OnceLatch`), and the thief sets it.
+pub(super) type JobLatch = OnceLatch<Thread>;
 
 impl JobLatch {
-    pub(super) fn new() -> JobLatch {
-        JobLatch {
-            state: AtomicU8::new(UNSET),
-            owner: UnsafeCell::new(None),
-        }
-    }
-
-    /// Whether the latch is set (acquire: what the thief did before is
-    /// visible).
-    pub(super) fn is_set(&self) -> bool {
-        self.state.load(Ordering::Acquire) == SET
-    }
-
-    /// The owner's registration: writes its thread, then turns the latch
-    /// `WAITING`. Returns `false` if the thief set it first (nothing to
-    /// wait for).
-    fn register(&self) -> bool {
-        let me = thread_current();
-        // SAFETY: the thief reads the slot only once it sees `WAITING`,
-        // which the exchange below publishes after this write.
-        self.owner.with_mut(|owner| unsafe { *owner = Some(me) });
-        self.state
-            .compare_exchange(UNSET, WAITING, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
     /// The owner's wait: registers, then calls `help_once` until the
     /// latch is set (see [`help_until`]).
     pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
-        if self.register() {
+        if self.register(thread_current) {
             help_until(|| self.is_set(), || Some(help_once()), "a join's caller");
         }
     }
@@ -142,37 +110,12 @@ impl JobLatch {
     /// The wait of an owner that cannot help (a thread outside the pool):
     /// parked until the thief unparks it.
     pub(super) fn wait_parked(&self) {
-        if !self.register() {
+        if !self.register(thread_current) {
             return;
         }
         while !self.is_set() {
             park();
         }
-    }
-
-    /// The thief's set. Returns the owner's thread if it waits: the caller
-    /// unparks it through that clone, since the latch may be gone once
-    /// set.
-    ///
-    /// # Safety
-    ///
-    /// `this` is live when the call begins. (A pointer, not a reference:
-    /// the latch may be freed before the call returns.)
-    pub(super) unsafe fn set(this: *const JobLatch) -> Option<Thread> {
-        // SAFETY: live until the latch is set, by the contract.
-        let state = unsafe { &(*this).state };
-        if state
-            .compare_exchange(UNSET, SET, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return None;
-        }
-        // `WAITING` (acquire): the owner wrote its thread and waits for
-        // `SET`, so the latch is alive and the slot stable.
-        // SAFETY: as just said.
-        let owner = unsafe { (*this).owner.with_mut(|owner| (*owner).clone()) };
-        state.store(SET, Ordering::Release);
-        owner
     }
 }
 
