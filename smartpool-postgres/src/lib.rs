@@ -42,9 +42,11 @@
 //!   to `running` under a lease of this worker, their attempt counted. A
 //!   row is claimable if it is `queued` and due (`run_at <= now()`), or
 //!   `running` under a lease that has expired. `n` is what the pool can
-//!   start now: its capacity (by default its worker threads) less the
-//!   jobs it already holds. It never holds more, so an urgent job enqueued
-//!   a moment later is not stuck behind jobs some pool prefetched.
+//!   start now: its capacity (by default twice its worker threads, so
+//!   that each worker has its next job at hand while a claim is in
+//!   flight) less the jobs it already holds. It never holds more, so an
+//!   urgent job enqueued a moment later waits behind at most that many
+//!   jobs some pool prefetched, and runs before them (its level).
 //! * **Run.** Each claimed job becomes a task on the channel its level
 //!   routes to, so it runs by the pool's priorities beside the pool's
 //!   local work. The handler registered for its kind runs it; a kind with

@@ -57,7 +57,7 @@ const MIN_LEASE: Duration = Duration::from_millis(300);
 const MAX_PERIOD: Duration = Duration::from_secs(24 * 3600);
 
 impl ServeOptions {
-    /// Serve the jobs of these levels. Defaults: capacity the pool's
+    /// Serve the jobs of these levels. Defaults: capacity twice the pool's
     /// worker threads, a lease of 30 s, a look every 2 s, finished jobs
     /// deleted, retries after 1 s doubling up to 5 min, an attempt timed
     /// out after [`DEFAULT_JOB_TIMEOUT`] (30 min).
@@ -219,7 +219,9 @@ impl Worker {
                 )));
             }
         }
-        let capacity = options.capacity.unwrap_or(pool.threads()).max(1);
+        // Twice the threads: each worker has its next job at hand while a
+        // claim is in flight.
+        let capacity = options.capacity.unwrap_or(2 * pool.threads()).max(1);
         // A task dropped unfinished is released (not counted) if the pool
         // dropped it closing, or the worker aborted it at close's
         // deadline; else its future was dropped while nothing would wake
