@@ -246,7 +246,11 @@ fn main() {
     println!("|---|---|");
     for (name, pools, capacity) in [
         ("P1 one pool, capacity 2 (its threads)", 1, 2),
-        ("P1 one pool, capacity 4 (the default: twice its threads)", 1, 4),
+        (
+            "P1 one pool, capacity 4 (the default: twice its threads)",
+            1,
+            4,
+        ),
         ("P1 two pools, capacity 2 each", 2, 2),
         ("P1 one pool, capacity 16", 1, 16),
     ]

@@ -531,6 +531,13 @@ impl WorkerLocal {
         self.jobs.pop_if(self.shared.as_deref()?, channel, accept)
     }
 
+    /// Clears the job tag for the guard's life: tasks this worker polls
+    /// meanwhile (helping in a wait) are no part of the job it runs, and
+    /// the jobs they publish must not pass for its subtree's.
+    pub(crate) fn outside_jobs(&self) -> crate::sync::Restore<'_, super::job::Tag> {
+        crate::sync::Restore::set(&self.job_tag, super::job::Tag::NONE)
+    }
+
     /// The tag of the job this worker runs outside any task's poll (null:
     /// none).
     pub(crate) fn job_tag(&self) -> super::job::Tag {

@@ -312,6 +312,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     ///   `false`, for the caller to park.
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
         let _slice = keep_slice(local);
+        let _outside = local.outside_jobs();
         let pool = &*self.pool;
         let shared = &*pool.shared;
         let _outer = Nested::save(shared, local);
@@ -405,6 +406,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         if level > 0 {
             let mut cursor = pool.levels.cursor((level - 1).min(local.floor));
             if let Some(task) = find(pool, &worker, &mut cursor) {
+                let _outside = local.outside_jobs();
                 execute(pool, Some(seat), task);
                 return true;
             }
@@ -431,6 +433,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         take: &mut dyn FnMut() -> Option<LocalTask>,
     ) {
         let _slice = keep_slice(local);
+        let _outside = local.outside_jobs();
         let pool = &*self.pool;
         let shared = &*pool.shared;
         if over_stack_budget(local) {

@@ -43,10 +43,10 @@
 //! injector (see `core::job::steal_within`), where an idle worker or its
 //! own owner, for whom it is its own `b`, still finds it.
 //!
-//! The limit: a task polled inside a job (a scope's wait helping, or work
-//! of a higher level in this wait) keeps the job's tag, so the jobs that
-//! task publishes pass for the job's subtree. They are safe to run (they
-//! finish within the task's poll), only not isolated.
+//! A task polled inside a job (a scope's wait helping, or work of a
+//! higher level in this wait) is no part of the job: the worker's tag is
+//! cleared while it runs (`WorkerLocal::outside_jobs`), so the jobs it
+//! publishes are roots of their own.
 //!
 //! Why every node on the chain is alive when it is read: the chain is read
 //! only for a job that was taken and has not run. Its publisher's frame
