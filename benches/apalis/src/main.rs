@@ -4,9 +4,12 @@
 //!
 //! * **P1**: 5,000 empty jobs, enqueued in one statement, drained by one
 //!   consumer of 2 threads: jobs per second. smartpool: a pool of 2
-//!   threads at capacity 2 (its default) and 16. apalis: a worker on a
+//!   threads at capacity 4 (its default) and 16. apalis: a worker on a
 //!   tokio runtime of 2 threads, its tasks spawned in parallel, fetching
 //!   batches of 10 (its default) and of 2, woken by its pubsub listener.
+//!   And P3's bare loop (see `--bench postgres`): two tokio-postgres
+//!   connections, each claiming one job, then deleting it. Each rep
+//!   begins from `VACUUM ANALYZE` (untimed).
 //! * **P2**: 3,000 jobs of 200 µs drained by two consumers of 2 threads
 //!   each while 20 urgent jobs arrive one every 10 ms, at a higher
 //!   priority (smartpool: level 0 over level 1; apalis: priority 10 over
@@ -20,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config, PgConnectOptions, PgPool, PostgresStorage};
-use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
+use smartpool_postgres::{tokio_postgres, NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
 
 const P1_JOBS: usize = 5_000;
 const P2_BACKLOG: usize = 3_000;
@@ -103,7 +106,8 @@ fn sp_close(pools: Vec<(smartpool::OwnedPool<smartpool::Leveled>, Worker)>) {
     }
 }
 
-fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
+/// Enqueues P1's jobs for smartpool-postgres, then settles the database.
+fn sp_enqueue(url: &str, queue: &Queue) {
     queue
         .enqueue_many(
             (0..P1_JOBS)
@@ -111,6 +115,71 @@ fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
                 .collect(),
         )
         .unwrap();
+    settle(url);
+}
+
+/// `VACUUM ANALYZE` of the whole database, untimed: every rep starts from
+/// the same state, whatever the reps before it left.
+fn settle(url: &str) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client.batch_execute("VACUUM ANALYZE").await.unwrap();
+        });
+}
+
+/// P3's bare loop on P1's jobs: two connections, each claiming one job
+/// (`FOR UPDATE SKIP LOCKED`), then deleting it; jobs per second.
+fn bare_p1(url: &str, queue: &Queue) -> f64 {
+    sp_enqueue(url, queue);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut clients = Vec::new();
+            for _ in 0..2 {
+                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(connection);
+                clients.push(client);
+            }
+            let start = Instant::now();
+            let loops = clients.iter().map(|client| async move {
+                let claim = client
+                    .prepare(
+                        "UPDATE smartpool_jobs SET state = 'running', attempts = attempts + 1 \
+                         WHERE id = (SELECT id FROM smartpool_jobs \
+                             WHERE level = ANY($1) AND state = 'queued' AND run_at <= now() \
+                             ORDER BY level, deadline, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                         RETURNING id",
+                    )
+                    .await
+                    .unwrap();
+                let done = client
+                    .prepare("DELETE FROM smartpool_jobs WHERE id = $1")
+                    .await
+                    .unwrap();
+                let levels = vec![0i32, 1];
+                while let Some(row) = client.query_opt(&claim, &[&levels]).await.unwrap() {
+                    let id: i64 = row.get(0);
+                    client.execute(&done, &[&id]).await.unwrap();
+                }
+            });
+            futures::future::join_all(loops).await;
+            P1_JOBS as f64 / start.elapsed().as_secs_f64()
+        })
+}
+
+fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
+    sp_enqueue(url, queue);
     let counts = Counts::default();
     let start = Instant::now();
     let pool = sp_pool(url, capacity, &counts);
@@ -129,7 +198,7 @@ fn sp_p2(url: &str, queue: &Queue) -> Vec<u64> {
         )
         .unwrap();
     let counts = Counts::default();
-    let pools = vec![sp_pool(url, 2, &counts), sp_pool(url, 2, &counts)];
+    let pools = vec![sp_pool(url, 4, &counts), sp_pool(url, 4, &counts)];
     wait_for(&counts.ran, P2_BACKLOG / 10);
     for _ in 0..URGENT {
         queue
@@ -234,6 +303,7 @@ fn apalis_worker(
 }
 
 fn ap_p1(
+    url: &str,
     pool: &PgPool,
     options: &PgConnectOptions,
     rt: &tokio::runtime::Runtime,
@@ -246,6 +316,7 @@ fn ap_p1(
         queue,
         (0..P1_JOBS).map(|_| ((0, 0), 0)).collect(),
     ));
+    settle(url);
     let counts = Counts::default();
     let start = Instant::now();
     let w = apalis_worker(
@@ -331,20 +402,22 @@ fn main() {
         pool
     });
     let mut p1: Vec<(&str, Vec<f64>)> = vec![
-        ("smartpool-postgres, capacity 2", vec![]),
+        ("smartpool-postgres, capacity 4 (its default)", vec![]),
         ("smartpool-postgres, capacity 16", vec![]),
         ("apalis-postgres, batch 10 (its default)", vec![]),
         ("apalis-postgres, batch 2", vec![]),
+        ("a bare loop: 2 connections, claim one job, delete it", vec![]),
     ];
     let mut p2: Vec<(&str, Vec<u64>, Vec<u64>)> = vec![
-        ("smartpool-postgres, capacity 2", vec![], vec![]),
+        ("smartpool-postgres, capacity 4 (its default)", vec![], vec![]),
         ("apalis-postgres, batch 10", vec![], vec![]),
     ];
     for rep in 0..REPS {
-        p1[0].1.push(sp_p1(&url, &queue, 2));
-        p1[2].1.push(ap_p1(&pool, &options, &rt, 10, rep));
+        p1[0].1.push(sp_p1(&url, &queue, 4));
+        p1[2].1.push(ap_p1(&url, &pool, &options, &rt, 10, rep));
+        p1[4].1.push(bare_p1(&url, &queue));
         p1[1].1.push(sp_p1(&url, &queue, 16));
-        p1[3].1.push(ap_p1(&pool, &options, &rt, 2, rep));
+        p1[3].1.push(ap_p1(&url, &pool, &options, &rt, 2, rep));
         let w = sp_p2(&url, &queue);
         p2[0].1.push(w[w.len() / 2]);
         p2[0].2.push(w[w.len() - 1]);
