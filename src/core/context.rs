@@ -522,13 +522,20 @@ impl WorkerLocal {
     }
 
     /// Takes the newest job of `channel` back from this seat's deque if
-    /// `accept` accepts it (see `Jobs::pop_if`).
+    /// `accept` accepts it; else pushes it back on top, announced again (a
+    /// thief may have found the deque empty meanwhile).
     pub(crate) fn pop_job_if(
         &self,
         channel: usize,
         accept: &dyn Fn(&super::job::JobRef) -> bool,
     ) -> Option<super::job::JobRef> {
-        self.jobs.pop_if(self.shared.as_deref()?, channel, accept)
+        let shared = self.shared.as_deref()?;
+        let job = self.jobs.pop(channel)?;
+        if accept(&job) {
+            return Some(job);
+        }
+        self.jobs.push(shared, self.index, job);
+        None
     }
 
     /// Clears the job tag for the guard's life: tasks this worker polls

@@ -150,25 +150,6 @@ impl Jobs {
     pub(crate) fn pop(&self, channel: usize) -> Option<JobRef> {
         self.deques[channel].get()?.pop()
     }
-
-    /// Takes the newest job of `channel` back if `accept` accepts it; else
-    /// leaves it on top, announced again (a thief may have found the deque
-    /// empty meanwhile).
-    pub(crate) fn pop_if(
-        &self,
-        shared: &Shared,
-        channel: usize,
-        accept: &dyn Fn(&JobRef) -> bool,
-    ) -> Option<JobRef> {
-        let deque = self.deques[channel].get()?;
-        let job = deque.pop()?;
-        if accept(&job) {
-            return Some(job);
-        }
-        deque.push(job);
-        shared.pushed(channel);
-        None
-    }
 }
 
 /// Publishes `job` from a thread that is no seat of the pool, on its
