@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{fresh_db, until, Gate};
+use common::{close, fresh_db, serve, until, Gate};
 use smartpool::Exec;
 use smartpool_postgres::{
     Cancelled, JobError, JobState, NewJob, Queue, Registry, ServeOptions, Worker,
@@ -22,31 +22,6 @@ fn recording(tx: mpsc::Sender<i64>) -> Registry {
         let _ = tx.lock().unwrap().send(job.id());
         async { Ok(()) }
     })
-}
-
-/// A Builder pool of `levels` levels and `threads` threads, serving the
-/// table with `registry`: jobs of level `l` on the pool's level `l`.
-fn serve(
-    url: &str,
-    levels: usize,
-    threads: usize,
-    registry: Registry,
-    options: ServeOptions,
-) -> (smartpool::OwnedPool<smartpool::Leveled>, Worker) {
-    let owned = smartpool::Builder::new()
-        .levels(levels)
-        .threads(threads)
-        .build()
-        .unwrap();
-    let worker =
-        Worker::serve(url, &owned.pool, |level| level as usize, registry, options).unwrap();
-    (owned, worker)
-}
-
-/// Closes the worker, then its pool.
-fn close((owned, worker): (smartpool::OwnedPool<smartpool::Leveled>, Worker)) {
-    worker.close().wait();
-    owned.close().wait();
 }
 
 #[test]

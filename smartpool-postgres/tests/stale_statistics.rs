@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::fresh_db;
-use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, Worker};
+use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions};
 
 const JOBS: usize = 50_000;
 
@@ -48,26 +48,13 @@ fn a_burst_on_stale_statistics_drains_at_an_even_pace() {
             async { Ok(()) }
         })
     };
-    let owned = smartpool::Builder::new()
-        .levels(3)
-        .threads(2)
-        .build()
-        .unwrap();
-    let worker = Worker::serve(
-        &url,
-        &owned.pool,
-        |level| level as usize,
-        registry,
-        ServeOptions::new([0, 1, 2]),
-    )
-    .unwrap();
+    let served = common::serve(&url, 3, 2, registry, ServeOptions::new([0, 1, 2]));
     let failsafe = Instant::now() + Duration::from_secs(110);
     while done.load(Ordering::Relaxed) < JOBS && Instant::now() < failsafe {
         std::thread::sleep(Duration::from_millis(20));
     }
     let seconds = start.elapsed().as_secs() as usize;
-    worker.close().wait();
-    owned.close().wait();
+    common::close(served);
     assert_eq!(
         done.load(Ordering::Relaxed),
         JOBS,

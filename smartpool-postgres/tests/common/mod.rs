@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use smartpool_postgres::TempCluster;
+use smartpool_postgres::{Registry, ServeOptions, TempCluster, Worker};
 
 enum Server {
     External { host: String, port: String },
@@ -147,4 +147,29 @@ pub fn until(mut done: impl FnMut() -> bool) {
     while !done() && std::time::Instant::now() < failsafe {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// A Builder pool of `levels` levels and `threads` threads, serving the
+/// table with `registry`: jobs of level `l` on the pool's level `l`.
+pub fn serve(
+    url: &str,
+    levels: usize,
+    threads: usize,
+    registry: Registry,
+    options: ServeOptions,
+) -> (smartpool::OwnedPool<smartpool::Leveled>, Worker) {
+    let owned = smartpool::Builder::new()
+        .levels(levels)
+        .threads(threads)
+        .build()
+        .unwrap();
+    let worker =
+        Worker::serve(url, &owned.pool, |level| level as usize, registry, options).unwrap();
+    (owned, worker)
+}
+
+/// Closes the worker, then its pool.
+pub fn close((owned, worker): (smartpool::OwnedPool<smartpool::Leveled>, Worker)) {
+    worker.close().wait();
+    owned.close().wait();
 }
