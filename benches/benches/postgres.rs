@@ -26,6 +26,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smartpool_bench::median;
+
+#[path = "../src/pg_bare_loop.rs"]
+mod pg_bare_loop;
 use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
 
 fn now_us() -> u64 {
@@ -111,20 +114,7 @@ fn enqueue_empty(queue: &Queue, n: usize) {
 /// bare loop's claim, planned without the worker's settings, slows 5x on
 /// a table its deletes bloated and its statistics do not describe).
 fn settle_table(url: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        client
-            .batch_execute("VACUUM ANALYZE smartpool_jobs")
-            .await
-            .unwrap();
-    });
+    pg_bare_loop::execute(url, "VACUUM ANALYZE smartpool_jobs");
 }
 
 /// P1, one rep: jobs per second for `pools` pools of `capacity`.
@@ -179,44 +169,7 @@ fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Ve
 fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
     enqueue_empty(queue, n);
     settle_table(url);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut clients = Vec::new();
-        for _ in 0..2 {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            clients.push(client);
-        }
-        let start = Instant::now();
-        let loops = clients.iter().map(|client| async move {
-            let claim = client
-                .prepare(
-                    "UPDATE smartpool_jobs SET state = 'running', attempts = attempts + 1 \
-                     WHERE id = (SELECT id FROM smartpool_jobs \
-                         WHERE level = ANY($1) AND state = 'queued' AND run_at <= now() \
-                         ORDER BY level, deadline, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                     RETURNING id",
-                )
-                .await
-                .unwrap();
-            let done = client
-                .prepare("DELETE FROM smartpool_jobs WHERE id = $1")
-                .await
-                .unwrap();
-            let levels = vec![0i32, 1];
-            while let Some(row) = client.query_opt(&claim, &[&levels]).await.unwrap() {
-                let id: i64 = row.get(0);
-                client.execute(&done, &[&id]).await.unwrap();
-            }
-        });
-        futures::future::join_all(loops).await;
-        n as f64 / start.elapsed().as_secs_f64()
-    })
+    pg_bare_loop::drain(url, n)
 }
 
 fn main() {

@@ -23,7 +23,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config, PgConnectOptions, PgPool, PostgresStorage};
-use smartpool_postgres::{tokio_postgres, NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
+use smartpool_postgres::{NewJob, Queue, Registry, ServeOptions, TempCluster, Worker};
+
+#[path = "../../src/pg_bare_loop.rs"]
+mod pg_bare_loop;
 
 const P1_JOBS: usize = 5_000;
 const P2_BACKLOG: usize = 3_000;
@@ -121,61 +124,13 @@ fn sp_enqueue(url: &str, queue: &Queue) {
 /// `VACUUM ANALYZE` of the whole database, untimed: every rep starts from
 /// the same state, whatever the reps before it left.
 fn settle(url: &str) {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            client.batch_execute("VACUUM ANALYZE").await.unwrap();
-        });
+    pg_bare_loop::execute(url, "VACUUM ANALYZE");
 }
 
-/// P3's bare loop on P1's jobs: two connections, each claiming one job
-/// (`FOR UPDATE SKIP LOCKED`), then deleting it; jobs per second.
+/// P3's bare loop on P1's jobs (see `pg_bare_loop`); jobs per second.
 fn bare_p1(url: &str, queue: &Queue) -> f64 {
     sp_enqueue(url, queue);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let mut clients = Vec::new();
-            for _ in 0..2 {
-                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                    .await
-                    .unwrap();
-                tokio::spawn(connection);
-                clients.push(client);
-            }
-            let start = Instant::now();
-            let loops = clients.iter().map(|client| async move {
-                let claim = client
-                    .prepare(
-                        "UPDATE smartpool_jobs SET state = 'running', attempts = attempts + 1 \
-                         WHERE id = (SELECT id FROM smartpool_jobs \
-                             WHERE level = ANY($1) AND state = 'queued' AND run_at <= now() \
-                             ORDER BY level, deadline, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                         RETURNING id",
-                    )
-                    .await
-                    .unwrap();
-                let done = client
-                    .prepare("DELETE FROM smartpool_jobs WHERE id = $1")
-                    .await
-                    .unwrap();
-                let levels = vec![0i32, 1];
-                while let Some(row) = client.query_opt(&claim, &[&levels]).await.unwrap() {
-                    let id: i64 = row.get(0);
-                    client.execute(&done, &[&id]).await.unwrap();
-                }
-            });
-            futures::future::join_all(loops).await;
-            P1_JOBS as f64 / start.elapsed().as_secs_f64()
-        })
+    pg_bare_loop::drain(url, P1_JOBS)
 }
 
 fn sp_p1(url: &str, queue: &Queue, capacity: usize) -> f64 {
@@ -406,10 +361,17 @@ fn main() {
         ("smartpool-postgres, capacity 16", vec![]),
         ("apalis-postgres, batch 10 (its default)", vec![]),
         ("apalis-postgres, batch 2", vec![]),
-        ("a bare loop: 2 connections, claim one job, delete it", vec![]),
+        (
+            "a bare loop: 2 connections, claim one job, delete it",
+            vec![],
+        ),
     ];
     let mut p2: Vec<(&str, Vec<u64>, Vec<u64>)> = vec![
-        ("smartpool-postgres, capacity 4 (its default)", vec![], vec![]),
+        (
+            "smartpool-postgres, capacity 4 (its default)",
+            vec![],
+            vec![],
+        ),
         ("apalis-postgres, batch 10", vec![], vec![]),
     ];
     for rep in 0..REPS {
