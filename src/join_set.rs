@@ -1,13 +1,20 @@
 //! `JoinSet`: a collection of tasks awaited in completion order, aborted
 //! together (tokio's `task::JoinSet`).
+//!
+//! Each task's handle is polled with a waker of its own, which lists the
+//! task's index as woken and wakes the set's poller. A poll looks only at
+//! the tasks listed, so a set of n tasks costs no n polls a completion.
+//! A new task is listed at once, for its first poll. A stale index (a task
+//! already returned, its place reused) costs one poll that finds nothing.
 
 use std::fmt;
-use std::future::Future;
-use std::task::{Context, Poll};
-
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use crate::channel::Exec;
+use crate::sync::{lock, Mutex};
 use crate::task::{AbortHandle, JoinError, JoinHandle};
 
 /// Tasks submitted to a pool's channels, whose outputs come back in the
@@ -41,33 +48,70 @@ use crate::task::{AbortHandle, JoinError, JoinHandle};
 /// assert_eq!(sum, 285);
 /// ```
 pub struct JoinSet<T> {
-    tasks: FuturesUnordered<JoinHandle<T>>,
+    /// The tasks by index; `None` where one was returned (its index is in
+    /// `free`).
+    tasks: Vec<Option<JoinHandle<T>>>,
+    /// Each index's waker, made once.
+    wakers: Vec<Waker>,
+    free: Vec<usize>,
+    len: usize,
+    ready: Arc<Ready>,
+}
+
+/// The indexes woken since the set last looked, and the set's poller.
+struct Ready(Mutex<(Vec<usize>, Option<Waker>)>);
+
+/// The waker of the task at `index`.
+struct Woken {
+    index: usize,
+    ready: Arc<Ready>,
+}
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let poller = {
+            let mut ready = lock(&self.ready.0);
+            ready.0.push(self.index);
+            ready.1.take()
+        };
+        if let Some(poller) = poller {
+            poller.wake();
+        }
+    }
 }
 
 impl<T> JoinSet<T> {
     /// An empty set.
     pub fn new() -> JoinSet<T> {
         JoinSet {
-            tasks: FuturesUnordered::new(),
+            tasks: Vec::new(),
+            wakers: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+            ready: Arc::new(Ready(Mutex::new((Vec::new(), None)))),
         }
     }
 
     /// The number of tasks in the set: submitted and not yet returned by
     /// [`JoinSet::join_next`] (finished ones included).
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.len
     }
 
     /// Whether the set holds no task.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.len == 0
     }
 
     /// Aborts every task in the set. They stay in it: [`JoinSet::join_next`]
     /// returns each one's outcome (a cancellation, or its output if it
     /// finished first).
     pub fn abort_all(&mut self) {
-        for task in self.tasks.iter() {
+        for task in self.tasks.iter().flatten() {
             task.abort();
         }
     }
@@ -75,12 +119,64 @@ impl<T> JoinSet<T> {
     /// Empties the set without aborting: the tasks run on, detached.
     pub fn detach_all(&mut self) {
         self.tasks.clear();
+        self.wakers.clear();
+        self.free.clear();
+        self.len = 0;
+        lock(&self.ready.0).0.clear();
     }
 
     /// Polls for the next task to finish: `Ready(None)` when the set is
     /// empty.
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
-        self.tasks.poll_next_unpin(cx)
+        if self.len == 0 {
+            return Poll::Ready(None);
+        }
+        // The poller's waker is user code: cloned and dropped unlocked.
+        let poller = Some(cx.waker().clone());
+        let (woken, old) = {
+            let mut ready = lock(&self.ready.0);
+            (
+                std::mem::take(&mut ready.0),
+                std::mem::replace(&mut ready.1, poller),
+            )
+        };
+        drop(old);
+        let mut woken = woken.into_iter();
+        while let Some(index) = woken.next() {
+            let Some(Some(task)) = self.tasks.get_mut(index) else {
+                continue;
+            };
+            let mut task_cx = Context::from_waker(&self.wakers[index]);
+            if let Poll::Ready(outcome) = Pin::new(task).poll(&mut task_cx) {
+                self.tasks[index] = None;
+                self.free.push(index);
+                self.len -= 1;
+                // The rest wait for the next call.
+                lock(&self.ready.0).0.extend(woken);
+                return Poll::Ready(Some(outcome));
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Takes `handle` into the set, listed for its first poll.
+    fn push(&mut self, handle: JoinHandle<T>) {
+        let index = match self.free.pop() {
+            Some(index) => {
+                self.tasks[index] = Some(handle);
+                index
+            }
+            None => {
+                let index = self.tasks.len();
+                let ready = self.ready.clone();
+                self.wakers
+                    .push(Waker::from(Arc::new(Woken { index, ready })));
+                self.tasks.push(Some(handle));
+                index
+            }
+        };
+        self.len += 1;
+        lock(&self.ready.0).0.push(index);
     }
 }
 
@@ -97,14 +193,14 @@ impl<T: Send + 'static> JoinSet<T> {
     {
         let handle = channel.exec(future);
         let abort = handle.abort_handle();
-        self.tasks.push(handle);
+        self.push(handle);
         abort
     }
 
     /// Waits for the next task of the set to finish and returns its
     /// outcome, in completion order; `None` once the set is empty.
     pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
-        self.tasks.next().await
+        poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
     /// The outcome of a task that has finished, if any, without waiting.

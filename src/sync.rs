@@ -50,6 +50,58 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// One waker, registered and woken under a lock: `futures`' `AtomicWaker`
+/// for the cold paths (a close, a scoped handle), where a lock costs
+/// nothing measurable. User code (the clone, the old waker's drop, the
+/// wake) runs outside the lock.
+#[derive(Debug)]
+pub(crate) struct WakerSlot(Mutex<Option<std::task::Waker>>);
+
+impl WakerSlot {
+    pub(crate) fn new() -> WakerSlot {
+        WakerSlot(Mutex::new(None))
+    }
+
+    /// Leaves `waker` to be woken by the next [`WakerSlot::wake`]; it
+    /// replaces any waker registered before.
+    pub(crate) fn register(&self, waker: &std::task::Waker) {
+        let new = Some(waker.clone());
+        let old = std::mem::replace(&mut *lock(&self.0), new);
+        drop(old);
+    }
+
+    /// Wakes the registered waker, if any, and empties the slot.
+    pub(crate) fn wake(&self) {
+        let waker = lock(&self.0).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// Unparks a thread: the waker of a thread that parks between polls.
+pub(crate) struct Unpark(pub(crate) std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `future` to its end on the calling thread, parking it between
+/// polls (`Close::wait`; a pool's own `block_on` also runs its tasks).
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
 /// How far [`later`] reaches at most: 30 years, far past any wait a pool
 /// serves, and within what every platform's `Instant` holds.
 pub(crate) const FAR: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);

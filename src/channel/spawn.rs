@@ -50,7 +50,7 @@ fn spawn_on<C: Channel + ?Sized>(
 }
 
 /// As [`Spawner`]: `pool.urgent.spawn(fut)` with
-/// [`SpawnExt`](futures_util::task::SpawnExt) in scope.
+/// `futures::task::SpawnExt` in scope.
 impl Spawn for VecDequeChannel {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
         spawn_on(self, future)

@@ -78,9 +78,7 @@
 //! drain sees the task. Two drains of one channel are harmless: each task is
 //! popped once.
 
-use futures_util::task::AtomicWaker;
-
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, WakerSlot};
 
 const OPEN: u64 = 0;
 const CLOSING: u64 = 1;
@@ -112,7 +110,7 @@ pub(crate) struct CloseState {
     word: AtomicU64,
     workers: AtomicUsize,
     drained: AtomicBool,
-    waker: AtomicWaker,
+    waker: WakerSlot,
 }
 
 impl CloseState {
@@ -121,7 +119,7 @@ impl CloseState {
             word: AtomicU64::new(OPEN),
             workers: AtomicUsize::new(workers),
             drained: AtomicBool::new(false),
-            waker: AtomicWaker::new(),
+            waker: WakerSlot::new(),
         }
     }
 

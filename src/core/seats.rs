@@ -46,7 +46,7 @@ use std::fmt;
 use std::task::Waker;
 
 use super::context::WorkerLocal;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, Mutex, Unpark};
 
 /// The guest seats of a pool that are free, and who waits for one.
 pub(crate) struct Seats {
@@ -155,15 +155,6 @@ impl Seats {
     /// How many guest seats are free now.
     pub(crate) fn free(&self) -> usize {
         lock(&self.inner).free.len()
-    }
-}
-
-/// Unparks a thread waiting for a seat.
-struct Unpark(std::thread::Thread);
-
-impl std::task::Wake for Unpark {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.unpark();
     }
 }
 

@@ -525,10 +525,10 @@ impl Close {
     /// # Panics
     ///
     /// On one of the pool's own worker threads, as awaiting the future
-    /// does (see [`OwnedPool::close`]); and, as any `block_on` of the
-    /// futures crate, inside a thread-local's destructor.
+    /// does (see [`OwnedPool::close`]); and inside a thread-local's
+    /// destructor, where the thread's handle is gone.
     pub fn wait(self) {
-        futures_executor::block_on(self)
+        crate::sync::block_on(self)
     }
 }
 
@@ -591,7 +591,7 @@ impl CloseTimeout {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait(self) -> CloseReport {
-        futures_executor::block_on(self)
+        crate::sync::block_on(self)
     }
 }
 

@@ -9,10 +9,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use futures_util::task::AtomicWaker;
-
 use super::claim::Claim;
 use super::latch::CountLatch;
+use crate::sync::WakerSlot;
 use crate::task::JoinError;
 
 /// Where a scoped task leaves its result. Its own (not the task cell's):
@@ -23,7 +22,7 @@ pub(super) struct Slot<T> {
     /// Opens once `result` is filled: what a blocking `join` waits on.
     filled: CountLatch,
     /// An awaiting joiner.
-    waker: AtomicWaker,
+    waker: WakerSlot,
 }
 
 impl<T> Slot<T> {
@@ -31,7 +30,7 @@ impl<T> Slot<T> {
         Slot {
             result: Mutex::new(None),
             filled: CountLatch::new(1),
-            waker: AtomicWaker::new(),
+            waker: WakerSlot::new(),
         }
     }
 
