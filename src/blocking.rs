@@ -31,7 +31,6 @@
 //! stand-in that is not there.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -92,6 +91,7 @@ struct State {
     keep_alive: Duration,
 }
 
+#[derive(Default)]
 struct Inner {
     /// Queued jobs, each with its number (stand-ins first).
     queue: VecDeque<(u64, Job)>,
@@ -113,14 +113,7 @@ impl Blocking {
     pub(crate) fn new(config: &BlockingConfig, name: String, stack_size: usize) -> Blocking {
         Blocking {
             state: Arc::new(State {
-                inner: Mutex::new(Inner {
-                    queue: VecDeque::new(),
-                    next: 0,
-                    threads: 0,
-                    starting: 0,
-                    idle: 0,
-                    promised: 0,
-                }),
+                inner: Mutex::new(Inner::default()),
                 condvar: Condvar::new(),
                 max_threads: config.max_threads.max(1),
                 keep_alive: config.keep_alive,
@@ -228,13 +221,5 @@ impl State {
                 return;
             }
         }
-    }
-}
-
-impl fmt::Debug for Blocking {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Blocking")
-            .field("threads", &self.threads())
-            .finish_non_exhaustive()
     }
 }

@@ -197,19 +197,25 @@ pub(crate) fn wake_polling(task: *const ()) -> bool {
 /// may take it for (`core::context` enters `WorkerLocal`s only).
 pub(crate) fn enter<W: Any>(pool: *const (), worker: Rc<W>) -> Entered {
     let address = Rc::as_ptr(&worker).cast::<()>();
-    let outer = CONTEXT.with(|c| {
-        // The worker first: should the replace panic, the address still
-        // names the worker the context holds.
-        let worker = c.worker.replace(Some(worker as Rc<dyn Any>));
-        c.counts.pool.set(usize::MAX);
-        (
-            c.pool.replace(pool),
-            worker,
-            c.worker_address.replace(address),
-        )
-    });
+    let outer = CONTEXT.with(|c| swap(c, (pool, Some(worker as Rc<dyn Any>), address)));
     Entered { outer: Some(outer) }
 }
+
+/// Puts `entry` in the context and returns what it held. The worker
+/// first: should its replace panic, the address still names the worker
+/// the context holds.
+fn swap(c: &Context, (pool, worker, address): Saved) -> Saved {
+    let worker = c.worker.replace(worker);
+    c.counts.pool.set(usize::MAX);
+    (
+        c.pool.replace(pool),
+        worker,
+        c.worker_address.replace(address),
+    )
+}
+
+/// No pool, no worker.
+const NONE: Saved = (std::ptr::null(), None, std::ptr::null());
 
 /// A thread's entry into a worker context (see [`enter`]): dropping it
 /// restores what the thread was before.
@@ -223,20 +229,10 @@ type Saved = (*const (), Option<Rc<dyn Any>>, *const ());
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let (pool, worker, address) =
-            self.outer
-                .take()
-                .unwrap_or((std::ptr::null(), None, std::ptr::null()));
+        let outer = self.outer.take().unwrap_or(NONE);
         // The worker we replace drops after the borrow: its drop may run
         // user code (never, today: a worker's hooks hold a pool reference).
-        // The worker first, then the addresses (see `enter`).
-        let _left = CONTEXT.try_with(|c| {
-            let left = c.worker.replace(worker);
-            c.counts.pool.set(usize::MAX);
-            c.pool.set(pool);
-            c.worker_address.set(address);
-            left
-        });
+        let _left = CONTEXT.try_with(|c| swap(c, outer));
     }
 }
 
@@ -244,17 +240,7 @@ impl Drop for Entered {
 /// it was (a worker inside a blocking section, see `pool::blocking`, whose
 /// closure must not push onto the queues it handed over).
 pub(crate) fn leave_for_now() -> Entered {
-    let outer = CONTEXT
-        .try_with(|c| {
-            let worker = c.worker.replace(None);
-            c.counts.pool.set(usize::MAX);
-            (
-                c.pool.replace(std::ptr::null()),
-                worker,
-                c.worker_address.replace(std::ptr::null()),
-            )
-        })
-        .ok();
+    let outer = CONTEXT.try_with(|c| swap(c, NONE)).ok();
     Entered { outer }
 }
 

@@ -169,19 +169,7 @@ pub(crate) fn inject(shared: &Shared, job: JobRef) {
 /// the right-hand neighbour of seat `seat`, then from the channel's
 /// injector.
 pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobRef> {
-    if !used(shared, channel) {
-        return None;
-    }
-    let seats = shared.job_stealers.len();
-    for k in 1..seats {
-        if let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() {
-            if let Some(job) = settle(|| stealer.steal()) {
-                return Some(job);
-            }
-        }
-    }
-    let injector = shared.job_injectors[channel].get()?;
-    settle(|| injector.steal())
+    steal_within(shared, seat, channel, &|_| true)
 }
 
 /// The steal of a waiting owner on seat `seat`: the oldest job of
@@ -225,7 +213,8 @@ pub(crate) fn steal_injected(
     let injector = shared.job_injectors[channel].get()?;
     let mut found = None;
     let mut put_back = false;
-    for _ in 0..injector.len() {
+    // Once at least: a job pushed as `len` read it empty is still taken.
+    for _ in 0..injector.len().max(1) {
         let Some(job) = settle(|| injector.steal()) else {
             break;
         };

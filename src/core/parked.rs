@@ -209,7 +209,7 @@ impl ParkedRegistry for Parked {
     }
 
     /// The task registered under `key` in `slot` is being freed.
-    fn unregister(&self, key: *const (), slot: u32) {
+    fn unregister(&self, key: usize, slot: u32) {
         let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
         let entry = shard.slots.get_mut(slot as usize);
         if let Some(entry) = entry {

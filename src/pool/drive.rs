@@ -39,7 +39,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use super::worker::{self, execute, find, Hooks};
+use super::worker::{self, execute, find};
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
@@ -339,14 +339,7 @@ impl<'a, B: PoolBehavior> Guest<'a, B> {
     /// claimed from `pool`'s seats, helping in waits while it has used
     /// less than `budget` of its stack below this call.
     pub(super) fn enter(pool: &'a Arc<Pool<B>>, local: WorkerLocal, budget: usize) -> Guest<'a, B> {
-        local.stack_base.set(worker::stack_address());
-        local.stack_budget.set(budget);
-        let address = Arc::as_ptr(pool).cast::<()>();
-        let (worker, entered) = local.enter(
-            address,
-            pool.shared.clone(),
-            Box::new(Hooks::new(pool.clone())),
-        );
+        let (worker, entered) = worker::enter_seat(pool, pool.clone(), local, budget);
         Guest {
             pool,
             seat: Some((worker, entered)),

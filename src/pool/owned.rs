@@ -354,7 +354,7 @@ fn start_workers<B: PoolBehavior>(
 ) -> Result<Vec<thread::JoinHandle<()>>, ConfigError> {
     let mut handles = Vec::with_capacity(locals.len());
     for (local, name) in locals.into_iter().zip(names) {
-        let (worker_pool, hooks) = (pool.clone(), worker::Hooks::new(pool.clone()));
+        let (worker_pool, hooks) = (pool.clone(), pool.clone());
         let config = thread_config.clone();
         let spawned = thread::Builder::new()
             .name(name)

@@ -27,15 +27,13 @@ use crate::thread_config::{help_stack_budget, ThreadConfig};
 /// first and last.
 pub(super) fn run<B: PoolBehavior>(
     pool: Arc<Pool<B>>,
-    hooks: Hooks<B>,
+    hooks: Arc<Pool<B>>,
     local: WorkerLocal,
     config: &ThreadConfig,
 ) {
     let index = local.index;
-    local.stack_base.set(stack_address());
-    local.stack_budget.set(help_stack_budget(config.stack_size));
-    let address = Arc::as_ptr(&pool).cast::<()>();
-    let (local, entered) = local.enter(address, pool.shared.clone(), Box::new(hooks));
+    let budget = help_stack_budget(config.stack_size);
+    let (local, entered) = enter_seat(&pool, hooks, local, budget);
     log::debug!("smartpool: pool {} worker {index} started", pool.shared.id);
     ThreadConfig::call(&config.on_start, index, "on_start");
     let pool = &pool;
@@ -81,28 +79,46 @@ pub(super) fn run<B: PoolBehavior>(
 }
 
 pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
-    let shared = &*pool.shared;
-    let worker = WorkerContext::worker(shared, local);
-    let seat = &shared.meters.seats[local.index];
+    let worker = WorkerContext::worker(&pool.shared, local);
     let mut cursor = pool.levels.cursor(local.floor);
-    let terminated = || shared.close.is_terminated();
-    while !terminated() {
-        // (A search that took a job returns none: it runs here.)
-        let found = match find(pool, &worker, &mut cursor) {
+    serve(pool, local, &worker, &mut cursor, &|| {
+        pool.shared.close.is_terminated()
+    });
+}
+
+/// Runs the pool's tasks until `stop()`: finds one, or searches and sleeps
+/// idle until one comes (or `stop()`). A search that took a job returns
+/// none: the job runs here.
+fn serve<B: PoolBehavior>(
+    pool: &Pool<B>,
+    local: &WorkerLocal,
+    worker: &WorkerContext<'_>,
+    cursor: &mut Cursor,
+    stop: &dyn Fn() -> bool,
+) {
+    let shared = &*pool.shared;
+    let seat = &shared.meters.seats[local.index];
+    while !stop() {
+        let found = match find(pool, worker, cursor) {
             Some(task) => Some(task),
             None if local.run_stolen() => continue,
-            None => search_idle(pool, &worker, &mut cursor, &terminated),
+            None => search_idle(pool, worker, cursor, stop),
         };
         match found {
             Some(task) => {
+                if local.guest {
+                    // A guest seat turns busy without an idle spell.
+                    shared.bell.ring();
+                }
                 execute(pool, Some(seat), task);
             }
             None if local.run_stolen() => {}
-            // Terminated (the loop ends), or a channel left alone: only
-            // the loop's condition decides whether the worker exits.
-            None => {
+            // Stopped (the loop ends), or a channel left alone: only the
+            // loop's condition decides whether the worker exits.
+            None if !stop() => {
                 back_off(local);
             }
+            None => {}
         }
     }
 }
@@ -268,15 +284,19 @@ fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, se
     }
 }
 
-/// What the pool does for its worker threads (see `core::context`).
-pub(super) struct Hooks<B: PoolBehavior> {
-    pool: Arc<Pool<B>>,
-}
-
-impl<B: PoolBehavior> Hooks<B> {
-    pub(super) fn new(pool: Arc<Pool<B>>) -> Hooks<B> {
-        Hooks { pool }
-    }
+/// Makes the calling thread the worker `local` of `pool`, served by
+/// `hooks` (a reference to the pool), helping in waits while it has used
+/// less than `budget` of its stack below this call.
+pub(super) fn enter_seat<B: PoolBehavior>(
+    pool: &Arc<Pool<B>>,
+    hooks: Arc<Pool<B>>,
+    local: WorkerLocal,
+    budget: usize,
+) -> (std::rc::Rc<WorkerLocal>, crate::context::Entered) {
+    local.stack_base.set(stack_address());
+    local.stack_budget.set(budget);
+    let address = Arc::as_ptr(pool).cast::<()>();
+    local.enter(address, pool.shared.clone(), Box::new(hooks))
 }
 
 /// Whether the worker uses more of its stack than its budget allows for
@@ -294,7 +314,8 @@ pub(super) fn stack_address() -> usize {
     std::hint::black_box(&marker) as *const u8 as usize
 }
 
-impl<B: PoolBehavior> PoolHooks for Hooks<B> {
+/// What the pool does for its worker threads (see `core::context`).
+impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
     /// The worker loop, with `done` for its end, and these differences:
     /// * With more than its stack budget (`help_stack_budget`) in use, it does
     ///   not help: it moves its LIFO slot's task to its channel (where the
@@ -313,7 +334,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
         let _slice = keep_slice(local);
         let _outside = local.outside_jobs();
-        let pool = &*self.pool;
+        let pool = &**self;
         let shared = &*pool.shared;
         let _outer = Nested::save(shared, local);
         if over_stack_budget(local) {
@@ -345,35 +366,14 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
             }
             return true;
         }
-        let stop = || done() || shared.close.is_terminated();
-        loop {
-            if done() {
-                return true;
-            }
-            if shared.close.is_terminated() {
-                drain_terminated(pool, local);
-                return false;
-            }
-            let found = match find(pool, &worker, &mut cursor) {
-                Some(task) => Some(task),
-                None if local.run_stolen() => continue,
-                None => search_idle(pool, &worker, &mut cursor, &stop),
-            };
-            match found {
-                Some(task) => {
-                    if local.guest {
-                        // A guest seat turns busy without an idle spell.
-                        shared.bell.ring();
-                    }
-                    execute(pool, Some(seat), task);
-                }
-                None if local.run_stolen() => {}
-                None if !done() => {
-                    back_off(local);
-                }
-                None => {}
-            }
+        serve(pool, local, &worker, &mut cursor, &|| {
+            done() || shared.close.is_terminated()
+        });
+        if done() {
+            return true;
         }
+        drain_terminated(pool, local);
+        false
     }
 
     fn help_once(
@@ -383,7 +383,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
         own: Tag,
         within: &dyn Fn(&JobRef) -> bool,
     ) -> bool {
-        let pool = &*self.pool;
+        let pool = &**self;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
             // No helping, but `b` itself, if a waiter moved it to the
@@ -434,7 +434,7 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     ) {
         let _slice = keep_slice(local);
         let _outside = local.outside_jobs();
-        let pool = &*self.pool;
+        let pool = &**self;
         let shared = &*pool.shared;
         if over_stack_budget(local) {
             return;
@@ -462,11 +462,11 @@ impl<B: PoolBehavior> PoolHooks for Hooks<B> {
     }
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
-        self.pool.block_in_place(local, f);
+        self.block_in_place(local, f);
     }
 
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
-        let shared = self.pool.shared.clone();
+        let shared = self.shared.clone();
         let index = local.index;
         Box::new(move || {
             shared.sleep.rouse(index);

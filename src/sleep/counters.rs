@@ -101,57 +101,38 @@ impl AtomicCounters {
     /// counters as they are after the call.
     #[inline]
     pub(crate) fn announce_job(&self) -> Counters {
-        let mut old = self.load();
-        loop {
-            if !old.jobs_event().is_sleepy() {
-                return old;
-            }
-            let new = Counters(old.0.wrapping_add(ONE_JEC));
-            match self
-                .0
-                .compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return new,
-                Err(actual) => old = Counters(actual),
-            }
+        let odd = |c: u64| {
+            Counters(c)
+                .jobs_event()
+                .is_sleepy()
+                .then(|| c.wrapping_add(ONE_JEC))
+        };
+        match self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, odd) {
+            Ok(old) => Counters(old.wrapping_add(ONE_JEC)),
+            Err(now) => Counters(now),
         }
     }
 
     /// A worker gets sleepy: an odd JEC becomes even. Returns the value the
     /// worker must find unchanged when it falls asleep.
     pub(crate) fn get_sleepy(&self) -> JobsEvent {
-        let mut old = self.load();
-        loop {
-            if old.jobs_event().is_sleepy() {
-                return old.jobs_event();
-            }
-            let new = Counters(old.0.wrapping_add(ONE_JEC));
-            match self
-                .0
-                .compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return new.jobs_event(),
-                Err(actual) => old = Counters(actual),
-            }
+        let even =
+            |c: u64| (!Counters(c).jobs_event().is_sleepy()).then(|| c.wrapping_add(ONE_JEC));
+        match self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, even)
+        {
+            Ok(old) => Counters(old.wrapping_add(ONE_JEC)).jobs_event(),
+            Err(now) => Counters(now).jobs_event(),
         }
     }
 
     /// Adds one sleeper if the JEC still equals `sleepy`. `false` means a job
     /// was posted since the worker got sleepy.
     pub(crate) fn try_add_sleeping(&self, sleepy: JobsEvent) -> bool {
-        let mut old = self.load();
-        loop {
-            if old.jobs_event() != sleepy {
-                return false;
-            }
-            let new = old.0 + ONE_SLEEPING;
-            match self
-                .0
-                .compare_exchange_weak(old.0, new, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return true,
-                Err(actual) => old = Counters(actual),
-            }
-        }
+        let unchanged = |c: u64| (Counters(c).jobs_event() == sleepy).then_some(c + ONE_SLEEPING);
+        self.0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, unchanged)
+            .is_ok()
     }
 }

@@ -547,15 +547,7 @@ impl Sleep {
 
     /// Ends up to `n` watchers' periods early, in `domain`.
     fn poke(&self, domain: usize, n: usize) {
-        let mut poked = 0;
-        for (slot, _) in self.slots_of(domain) {
-            if poked == n {
-                return;
-            }
-            if unwatch(slot) {
-                poked += 1;
-            }
-        }
+        self.first_n(domain, n, |worker| unwatch(&self.slots[worker]));
     }
 
     /// Whether no worker of the common domain is awake and searching: a
@@ -581,28 +573,23 @@ impl Sleep {
         }
     }
 
-    /// The slots of `domain`, with their workers' indices.
-    fn slots_of(&self, domain: usize) -> impl Iterator<Item = (&Slot, usize)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(move |&(worker, _)| self.domain_of[worker] == domain)
-            .map(|(worker, slot)| (slot, worker))
+    /// Calls `f` on the workers of `domain` in order until it said yes `n`
+    /// times; returns how many times it did.
+    fn first_n(&self, domain: usize, n: usize, mut f: impl FnMut(usize) -> bool) -> usize {
+        let mut yes = 0;
+        for worker in (0..self.slots.len()).filter(|&w| self.domain_of[w] == domain) {
+            if yes == n {
+                break;
+            }
+            yes += usize::from(f(worker));
+        }
+        yes
     }
 
     /// Wakes up to `n` sleeping workers of `domain`, each told `hint`;
     /// returns how many it woke.
     fn wake_any(&self, domain: usize, n: usize, hint: usize) -> usize {
-        let mut woken = 0;
-        for (_, worker) in self.slots_of(domain) {
-            if woken == n {
-                break;
-            }
-            if self.wake_hinted(worker, hint) {
-                woken += 1;
-            }
-        }
-        woken
+        self.first_n(domain, n, |worker| self.wake_hinted(worker, hint))
     }
 
     /// Wakes every sleeper: used once the pool terminates.

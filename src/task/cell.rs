@@ -59,7 +59,7 @@ impl Drop for Header {
         // (A stamp a task kept, cancelled before its first start, is no
         // slot.)
         if slot != 0 && slot & STAMP == 0 {
-            let key = header_address(self);
+            let key = header_address(self) as usize;
             PoolRef::of(&self.scheduler).with(|pool| pool.parked().unregister(key, slot - 1));
         }
     }
@@ -826,48 +826,33 @@ impl<F: Future> TaskCell<F> {
 /// alive, and under a key (its header's address) that its unregistration
 /// names it by.
 pub(crate) struct ParkedTask {
-    key: *const (),
+    key: usize,
     task: Weak<dyn CloseWake>,
 }
 
-// SAFETY: `key` is only compared, never dereferenced; the `Weak` is `Send`
-// and `Sync` (its target is).
-unsafe impl Send for ParkedTask {}
-// SAFETY: as above: no method reads through `key`.
-unsafe impl Sync for ParkedTask {}
-
 /// A registered task, reached by close's sweep.
-trait CloseWake: Send + Sync {
+pub(crate) trait CloseWake: Send + Sync {
+    /// Claims the task if it is parked, and drops it, or hands it back if
+    /// it counts towards close and the deadline has not passed (see
+    /// `core::parked`).
     fn close_wake(self: Arc<Self>);
 }
 
 impl ParkedTask {
     /// The key of the task (its header's address).
-    pub(crate) fn key(&self) -> *const () {
+    pub(crate) fn key(&self) -> usize {
         self.key
     }
 
     /// Which of `shards` the task at `key` registers in.
-    pub(crate) fn shard(key: *const (), shards: usize) -> usize {
+    pub(crate) fn shard(key: usize, shards: usize) -> usize {
         // Cells are at least 64 bytes apart in practice: skip those bits.
-        (key as usize >> 6) % shards
+        (key >> 6) % shards
     }
 
     /// The task, if it is still alive.
-    pub(crate) fn upgrade(&self) -> Option<LiveTask> {
-        self.task.upgrade().map(LiveTask)
-    }
-}
-
-/// A registered task held for a moment by close's sweep.
-pub(crate) struct LiveTask(Arc<dyn CloseWake>);
-
-impl LiveTask {
-    /// Claims the task if it is parked, and drops it, or hands it back if
-    /// it counts towards close and the deadline has not passed (see
-    /// `core::parked`).
-    pub(crate) fn close_wake(self) {
-        self.0.close_wake();
+    pub(crate) fn upgrade(&self) -> Option<Arc<dyn CloseWake>> {
+        self.task.upgrade()
     }
 }
 
@@ -1236,7 +1221,7 @@ impl<F: TaskFuture> TaskCell<F> {
     #[inline(never)]
     fn register_parked(self: &Arc<Self>) {
         let task = ParkedTask {
-            key: header_address(&self.header),
+            key: header_address(&self.header) as usize,
             task: Arc::downgrade(self) as Weak<dyn CloseWake>,
         };
         let slot = PoolRef::of(&self.header.scheduler).with(|pool| pool.parked().register(task));

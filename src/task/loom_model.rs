@@ -73,7 +73,7 @@ impl ParkedRegistry for Recorder {
         parked.push(task);
         parked.len() as u32 - 1
     }
-    fn unregister(&self, _key: *const (), _slot: u32) {}
+    fn unregister(&self, _key: usize, _slot: u32) {}
     fn drops(&self, counted: bool) -> bool {
         if counted {
             self.abandoning.load(Ordering::SeqCst)

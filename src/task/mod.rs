@@ -318,7 +318,7 @@ pub(crate) trait ParkedRegistry {
     /// returned, for [`ParkedRegistry::unregister`].
     fn register(&self, task: ParkedTask) -> u32;
     /// The task registered under `key` in `slot` is being freed.
-    fn unregister(&self, key: *const (), slot: u32);
+    fn unregister(&self, key: usize, slot: u32);
     /// Whether a task that parks now must be dropped: close's sweep has
     /// begun (for a task not `counted` towards close), or close's deadline
     /// passed (for any).

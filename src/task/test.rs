@@ -53,7 +53,7 @@ impl ParkedRegistry for Recorder {
         parked.push(task);
         parked.len() as u32 - 1
     }
-    fn unregister(&self, _key: *const (), _slot: u32) {}
+    fn unregister(&self, _key: usize, _slot: u32) {}
     fn drops(&self, _counted: bool) -> bool {
         false
     }
