@@ -122,23 +122,35 @@ impl<T> JoinSet<T> {
         self.wakers.clear();
         self.free.clear();
         self.len = 0;
-        lock(&self.ready.0).0.clear();
+        let poller = {
+            let mut ready = lock(&self.ready.0);
+            ready.0.clear();
+            ready.1.take()
+        };
+        drop(poller);
     }
 
     /// Polls for the next task to finish: `Ready(None)` when the set is
     /// empty.
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        self.poll_next(Some(cx.waker()))
+    }
+
+    /// As [`JoinSet::poll_join_next`]; `poller`, if any, replaces the waker
+    /// a task's end wakes (`try_join_next` keeps the one there).
+    fn poll_next(&mut self, poller: Option<&Waker>) -> Poll<Option<Result<T, JoinError>>> {
         if self.len == 0 {
             return Poll::Ready(None);
         }
         // The poller's waker is user code: cloned and dropped unlocked.
-        let poller = Some(cx.waker().clone());
+        let poller = poller.cloned();
         let (woken, old) = {
             let mut ready = lock(&self.ready.0);
-            (
-                std::mem::take(&mut ready.0),
-                std::mem::replace(&mut ready.1, poller),
-            )
+            let old = match poller {
+                Some(poller) => ready.1.replace(poller),
+                None => None,
+            };
+            (std::mem::take(&mut ready.0), old)
         };
         drop(old);
         let mut woken = woken.into_iter();
@@ -205,8 +217,7 @@ impl<T: Send + 'static> JoinSet<T> {
 
     /// The outcome of a task that has finished, if any, without waiting.
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
-        let waker = futures_task::noop_waker();
-        match self.poll_join_next(&mut Context::from_waker(&waker)) {
+        match self.poll_next(None) {
             Poll::Ready(outcome) => outcome,
             Poll::Pending => None,
         }
@@ -251,6 +262,10 @@ impl<T> Drop for JoinSet<T> {
     /// Aborts the tasks left in the set.
     fn drop(&mut self) {
         self.abort_all();
+        // The tasks' wakers outlive the set: they must not keep the
+        // poller's waker alive.
+        let poller = lock(&self.ready.0).1.take();
+        drop(poller);
     }
 }
 

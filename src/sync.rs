@@ -89,16 +89,28 @@ impl std::task::Wake for Unpark {
 }
 
 /// Runs `future` to its end on the calling thread, parking it between
-/// polls (`Close::wait`; a pool's own `block_on` also runs its tasks).
+/// polls (`Close::wait`; a pool's own `block_on` also runs its tasks). A
+/// flag, not the park token alone, says a wake came: user code the poll
+/// runs may park and unpark this thread and eat the token.
 pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    struct Flag(std::sync::atomic::AtomicBool, std::thread::Thread);
+    impl std::task::Wake for Flag {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::Release);
+            self.1.unpark();
+        }
+    }
+    let flag = std::sync::Arc::new(Flag(false.into(), std::thread::current()));
+    let waker = std::task::Waker::from(flag.clone());
     let mut cx = std::task::Context::from_waker(&waker);
     let mut future = std::pin::pin!(future);
     loop {
         if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
         }
-        std::thread::park();
+        while !flag.0.swap(false, std::sync::atomic::Ordering::Acquire) {
+            std::thread::park();
+        }
     }
 }
 

@@ -247,6 +247,39 @@ fn a_join_set_dropped_on_a_worker() {
     assert!(close_within(owned, FAILSAFE));
 }
 
+/// `try_join_next` keeps the waker a pending `join_next` left (as tokio's
+/// does): the task's end still wakes that poller.
+#[test]
+fn try_join_next_keeps_the_pollers_waker() {
+    struct Flag(AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let owned = OwnedPool::new(Flat::new(1)).unwrap();
+    let gate = common::Gate::new();
+    let g = gate.clone();
+    let mut set = smartpool::JoinSet::new();
+    set.exec(&owned.pool.work, run(move || g.wait()));
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = std::task::Waker::from(flag.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(set.poll_join_next(&mut cx).is_pending());
+    assert!(set.try_join_next().is_none());
+    gate.open();
+    let deadline = std::time::Instant::now() + FAILSAFE;
+    while !flag.0.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the poller was not woken"
+        );
+        std::thread::yield_now();
+    }
+    assert!(block_on(set.join_next()).unwrap().is_ok());
+    assert!(close_within(owned, FAILSAFE));
+}
+
 /// `Pool::current()` is `None` on a foreign thread and in a destructor
 /// that close runs outside any poll; inside a task running during close
 /// it is the pool.

@@ -462,7 +462,7 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
     }
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
-        self.block_in_place(local, f);
+        Pool::block_in_place(self, local, f);
     }
 
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
