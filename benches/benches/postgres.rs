@@ -12,7 +12,8 @@
 //!   interleaved rep by rep with the loop a user would write without the
 //!   crate: two connections, each claiming one job (`UPDATE … FOR UPDATE
 //!   SKIP LOCKED … RETURNING`), then deleting it, prepared statements.
-//!   Target: ≥ 1.0 × the loop.
+//!   Then two pools against two such loops on two threads (the issue's
+//!   "2 processes", in this one). Target: ≥ 1.0 × the loop.
 //! * **P2, urgent wait**: two pools of 2 threads drain a backlog of jobs
 //!   of 200 µs on level 1 while 20 urgent jobs arrive on level 0, one
 //!   every 10 ms: enqueue to start, p50 and max; with each pool's
@@ -164,12 +165,19 @@ fn urgent_waits(url: &str, queue: &Queue, backlog: usize, capacity: usize) -> Ve
     waits
 }
 
-/// P3's baseline, one rep: `n` jobs drained by two connections that each
-/// claim one job, then delete it; jobs per second.
-fn bare_loop(url: &str, queue: &Queue, n: usize) -> f64 {
+/// P3's baseline, one rep: `n` jobs drained by `loops` bare loops at once
+/// (each on a thread of its own, with two connections that each claim one
+/// job, then delete it); jobs per second.
+fn bare_loop(url: &str, queue: &Queue, n: usize, loops: usize) -> f64 {
     enqueue_empty(queue, n);
     settle_table(url);
-    pg_bare_loop::drain(url, n)
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..loops {
+            s.spawn(|| pg_bare_loop::drain(url, n));
+        }
+    });
+    n as f64 / start.elapsed().as_secs_f64()
 }
 
 fn main() {
@@ -216,15 +224,16 @@ fn main() {
         println!("| {name} | {:.0} |", median(rates));
     }
     println!();
-    if want("P3") {
+    // P3: one pool against one bare loop, then two against two.
+    for pools in [1, 2].into_iter().filter(|_| want("P3")) {
         let (mut ours, mut bare) = (Vec::new(), Vec::new());
         for rep in 0..reps.max(3) {
             if rep % 2 == 0 {
-                ours.push(throughput(&url, &queue, n, 1, 4));
-                bare.push(bare_loop(&url, &queue, n));
+                ours.push(throughput(&url, &queue, n, pools, 4));
+                bare.push(bare_loop(&url, &queue, n, pools));
             } else {
-                bare.push(bare_loop(&url, &queue, n));
-                ours.push(throughput(&url, &queue, n, 1, 4));
+                bare.push(bare_loop(&url, &queue, n, pools));
+                ours.push(throughput(&url, &queue, n, pools, 4));
             }
         }
         let each: Vec<String> = ours
@@ -236,8 +245,8 @@ fn main() {
         println!("P3: {n} empty jobs, interleaved, {} reps", reps.max(3));
         println!("| row | jobs/s |");
         println!("|---|---|");
-        println!("| smartpool-postgres, one pool, capacity 4 (the default) | {ours:.0} |");
-        println!("| a bare loop: 2 connections, claim one job, delete it | {bare:.0} |");
+        println!("| smartpool-postgres, {pools} pool(s) of 2 threads, capacity 4 (the default) | {ours:.0} |");
+        println!("| {pools} bare loop(s) of 2 connections: claim one job, delete it | {bare:.0} |");
         println!(
             "| ratio (target ≥ 1.0) | {:.2} (reps: {}) |",
             ours / bare,
