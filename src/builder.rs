@@ -271,6 +271,10 @@ impl Builder {
     }
 
     /// Starts the pool, or says what in the settings is wrong.
+    // Inline, as a generic is: the pool's generic engine is compiled for
+    // `Leveled` in the crate that builds one, not in smartpool's own
+    // build for every user (a quarter of its machine code).
+    #[inline]
     pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
         let levels = self.levels;
         if levels == 0 {
