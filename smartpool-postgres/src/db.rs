@@ -134,3 +134,36 @@ async fn connect_configured(config: tokio_postgres::Config) -> Result<Connection
         prepared: Default::default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The production issue's F6: a statement is prepared once on its
+    /// connection and kept. After three runs the session holds one
+    /// prepared statement of its text; preparing at every run (then
+    /// closing it, as a client's `query(&str)` does) would leave none.
+    #[test]
+    fn a_statement_is_prepared_once_and_kept() {
+        const SQL: &str = "SELECT count(*) FROM smartpool_jobs WHERE level = $1";
+        let cluster = crate::TempCluster::start().expect("a temporary server");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let held = runtime.block_on(async {
+            let c = super::connect(&cluster.url()).await.expect("connected");
+            for _ in 0..3 {
+                c.query(SQL, &[&0i32]).await.unwrap();
+            }
+            let rows = c
+                .client
+                .query(
+                    "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
+                    &[&SQL],
+                )
+                .await
+                .unwrap();
+            rows[0].get::<_, i64>(0)
+        });
+        assert_eq!(held, 1);
+    }
+}

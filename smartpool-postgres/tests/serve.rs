@@ -373,6 +373,89 @@ fn a_unique_key_keeps_one_job_queued_or_running() {
     close(served);
 }
 
+/// A failed attempt's retry runs when its backoff ends, not at the next
+/// poll (the production issue's F7, for a retry as for a delay).
+#[test]
+fn a_retry_runs_when_its_backoff_ends_not_at_the_next_poll() {
+    let url = fresh_db("retry_due");
+    let queue = Queue::connect(&url).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let registry = Registry::new().handle("flaky", move |job| {
+        let _ = tx
+            .lock()
+            .unwrap()
+            .send((job.attempt(), std::time::Instant::now()));
+        let attempt = job.attempt();
+        async move {
+            match attempt {
+                1 => Err(JobError("the first attempt fails".into())),
+                _ => Ok(()),
+            }
+        }
+    });
+    let served = serve(
+        &url,
+        1,
+        1,
+        registry,
+        ServeOptions::new([0])
+            .backoff(Duration::from_millis(500), Duration::from_secs(1))
+            .poll(Duration::from_secs(60)),
+    );
+    queue.enqueue(NewJob::new("flaky", vec![])).unwrap();
+    let wait = Duration::from_secs(20);
+    let (first, failed_at) = rx.recv_timeout(wait).unwrap();
+    let (second, retried_at) = rx
+        .recv_timeout(wait)
+        .expect("retried at its due time, long before the 60 s poll");
+    assert_eq!((first, second), (1, 2));
+    assert!(
+        retried_at - failed_at >= Duration::from_millis(400),
+        "not before its backoff ended"
+    );
+    close(served);
+}
+
+/// A unique key whose job is running: enqueuing it again returns the
+/// running job's id and adds nothing; once that job is done, the key is
+/// free again.
+#[test]
+fn a_unique_key_of_a_running_job_adds_nothing() {
+    let url = fresh_db("unique_running");
+    let queue = Queue::connect(&url).unwrap();
+    let (started, gate) = (Gate::default(), Gate::default());
+    let (s, g) = (started.clone(), gate.clone());
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let r = runs.clone();
+    let registry = Registry::new().handle("held", move |job| {
+        r.lock().unwrap().push(job.id());
+        s.open();
+        g.wait();
+        async { Ok(()) }
+    });
+    let served = serve(&url, 1, 1, registry, ServeOptions::new([0]));
+    let first = queue
+        .enqueue(NewJob::new("held", vec![]).unique("nightly"))
+        .unwrap();
+    started.wait();
+    let again = queue
+        .enqueue(NewJob::new("held", vec![]).unique("nightly"))
+        .unwrap();
+    assert_eq!(again, first, "the running one stands for the key");
+    let row = queue.job(first).unwrap().expect("running, so still there");
+    assert_eq!(row.state, smartpool_postgres::JobState::Running);
+    gate.open();
+    until(|| queue.job(first).unwrap().is_none());
+    let later = queue
+        .enqueue(NewJob::new("held", vec![]).unique("nightly"))
+        .unwrap();
+    assert_ne!(later, first, "done and deleted: the key is free");
+    until(|| runs.lock().unwrap().len() == 2);
+    assert_eq!(*runs.lock().unwrap(), [first, later]);
+    close(served);
+}
+
 /// A job delayed past its enqueue runs at its due time, not at the next
 /// poll (the production issue's F7: a 1 s delay started at 2.4 s).
 #[test]
