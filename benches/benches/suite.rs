@@ -9,9 +9,8 @@
 //! one rep. So no peer and no throughput row inherits the allocator state
 //! that another left in its process (tokio's W5 read 442 ns after W1 and W2 in
 //! one process against 206 without them; our W1 under load read 211–217
-//! right after futures' ThreadPool against 177–179 without it:
-//! BENCHMARKS.md, "A process for each peer and row; finished cells under
-//! load"). The latency and cost rows (W6–W9) and the memory row (W10)
+//! right after futures' ThreadPool against 177–179 without it; the
+//! method is in BENCHMARKS.md). The latency and cost rows (W6–W9) and the memory row (W10)
 //! also run each peer in a fresh child process, one peer after another.
 //!
 //! Full run:  `cargo bench -p smartpool-bench`

@@ -495,9 +495,9 @@ FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.kind, j.payload, j.level, j.deadline, j.attempts, j.max_attempts, picked.was";
 
 /// How the worker's session plans its statements: each once per
-/// connection (a generic plan), not at every run. Planning the claim and
-/// the write of finished jobs cost more than running them (110 µs against
-/// 65 a round trip, from `pg_stat_statements`). The claim must walk the
+/// connection (a generic plan), not at every run: planning the claim and
+/// the write of finished jobs cost more than running them
+/// (`pg_stat_statements`; BENCHMARKS.md has the figures). The claim must walk the
 /// claim index in its order and stop at its limit: a plan that sorts the
 /// whole backlog costs tens of ms a claim on a large table, and the
 /// planner picks it when the statistics are stale (a table analyzed while

@@ -43,8 +43,8 @@
 //! everything within it goes). A guess that finds nothing or too much, or
 //! no guess (after a focus change, or a shell all at one distance), falls
 //! back to rstar's best-first nearest-neighbour iterator. Both are exact;
-//! the walk is about 3–5× cheaper per item than the iterator, whose heap of
-//! open nodes grows with a hollow's surface.
+//! the walk is cheaper per item than the iterator, whose heap of open
+//! nodes grows with a hollow's surface.
 //!
 //! # Why those sizes
 //!
@@ -54,13 +54,12 @@
 //! of searches logarithmic in the pops that focus serves, and a drain
 //! around a fixed focus pays the hollow's surface once per batch. Up to
 //! [`TAKE`] items a batch; beyond, only while the drain opened more than
-//! [`HOLLOW`] nodes per item taken (measured: 2–3 without a hollow, about
-//! 10 for 4096 items at 10⁶ items half drained), up to [`TAKE_IN_HOLLOW`]:
+//! [`HOLLOW`] nodes per item taken (a drain without a hollow opens a few),
+//! up to [`TAKE_IN_HOLLOW`]:
 //! the batch grows with the surface, until the surface costs about as much
 //! per pop as taking the item does. The price is the longest pop, a refill
 //! under the channel's lock: see `SpatialQueue`'s cost notes for measured
-//! numbers. A larger [`HOLLOW`] trades amortised cost for shorter refills
-//! (6: about 20% more per pop at 10⁶, refills about half as long).
+//! numbers. A larger [`HOLLOW`] trades amortised cost for shorter refills.
 //!
 //! A new focus restarts at what the previous one served: a focus that moves
 //! on every pop (the benchmark's Lissajous walk) refills one item at a

@@ -106,27 +106,24 @@ use crate::point::{self, SpatialPoint};
 ///   in rings). An exact search from inside the ball opens every node along
 ///   its surface (about √n in 2-D, n^⅔ in 3-D), a limit of nearest-neighbour
 ///   search over bounding boxes, not of rstar alone; the batch pays it once
-///   per batch. Draining a queue of 3-D points to empty around a fixed
-///   focus measured 200 ns a pop at 10³ and 10⁴ items, 370 ns at 10⁵ and
-///   0.9 µs at 10⁶: 4.6× for 1000× the items, about what a moving focus
-///   grows by (4.3×, as the tree outgrows the caches). Without the batch, a
-///   pop inside the hollow measured 5.8 µs at 10³, 40 µs at 10⁴ and 410 µs
-///   at 10⁵ items.
+///   per batch. Draining a queue around a fixed focus then costs a pop
+///   what a bare rstar tree's costs, growing only as the tree outgrows the
+///   caches; without the batch, a pop inside the hollow grows with the
+///   hollow's surface (BENCHMARKS.md, "Other benchmarks").
 /// * A focus that moves every `m` pops starts each new batch at about `m`
 ///   items, so it pays about one search per move.
 ///
 /// What the batch does not remove: the first pop after the focus moves puts
 /// the old batch back into the tree (up to its size of re-insertions,
 /// under the lock in a channel); the pop that refills it waits for the
-/// whole refill (the longest pop of those drains measured 30 µs at 10³
-/// items, 0.3 ms at 10⁴, 4 ms at 10⁵ and 24 ms at 10⁶; in a
+/// whole refill (the longest pop of a drain, growing with the queue; in a
 /// [`SpatialChannel`](crate::SpatialChannel), under its lock); and a focus
 /// that moves on every pop inside a hollow pays the surface on every pop,
 /// as any exact search would.
 ///
 /// Use a point type with as many dimensions as the data: 2-D points stored
 /// as 3-D ones make flat boxes, whose zero volumes blind the R* insertion
-/// heuristics (draining such a tree measured 100× slower).
+/// heuristics (draining such a tree is orders of magnitude slower).
 pub struct SpatialQueue<T, P: SpatialPoint = [f32; 3]> {
     tree: RTree<Entry<T, P>>,
     batch: Batch<T, P>,

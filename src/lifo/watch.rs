@@ -44,7 +44,7 @@ use super::slot::{Seen, Slot};
 
 /// How long a task sits in a slot before another worker may steal it. Go
 /// leaves `runnext` to its owner for about 3 µs; a hop between tasks costs
-/// well under 1 µs here, so a worker that comes back at all is back long
+/// far less, so a worker that comes back at all is back long
 /// before this.
 #[cfg(not(loom))]
 pub(crate) const STEAL_DELAY: Duration = Duration::from_micros(20);

@@ -213,9 +213,7 @@ impl<B: PoolBehavior> Pool<B> {
         }
         let mut panicked = false;
         if let Some(task) = self.pop(worker, index, &mut panicked) {
-            task.set_from(index);
-            self.running(worker, index);
-            return Some(task);
+            return self.running(worker, index, task);
         }
         if panicked {
             return None;
@@ -239,10 +237,7 @@ impl<B: PoolBehavior> Pool<B> {
         // counter read pair with that worker's: either it sees the bit, or
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
-        let task = task?;
-        task.set_from(index);
-        self.running(worker, index);
-        Some(task)
+        self.running(worker, index, task?)
     }
 
     /// Takes a job of channel `index` into the worker's hands (see
@@ -263,23 +258,24 @@ impl<B: PoolBehavior> Pool<B> {
             .jobs
             .pop(index)
             .or_else(|| crate::core::job::steal(&self.shared, local.index, index));
-        match job {
-            Some(job) => {
-                local.hold_job(job);
-                true
-            }
-            None => false,
-        }
+        job.map(|job| local.hold_job(job)).is_some()
     }
 
-    /// The worker took a task out of channel `index` to run it: counts it,
-    /// and records the worker's activity and busy time (see
-    /// `core::meters`).
+    /// The worker took `task` out of channel `index` to run it: records
+    /// where it came from, counts it, and records the worker's activity
+    /// and busy time (see `core::meters`).
     #[inline(always)]
-    pub(super) fn running(&self, worker: &WorkerContext<'_>, index: usize) {
+    pub(super) fn running(
+        &self,
+        worker: &WorkerContext<'_>,
+        index: usize,
+        task: RunningTask,
+    ) -> Option<RunningTask> {
+        task.set_from(index);
         if let Some(local) = worker.local() {
             self.shared.meters.took(local.index, index);
         }
+        Some(task)
     }
 
     /// Channel `index`'s `pop`. Its panic is caught, logged and recorded as

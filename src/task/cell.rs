@@ -579,6 +579,18 @@ pub(crate) struct Ran {
     pub(crate) stamp: u32,
 }
 
+impl Ran {
+    #[inline]
+    fn new(outcome: RunOutcome, first: bool, channel: u32, stamp: u32) -> Ran {
+        Ran {
+            outcome,
+            first,
+            channel,
+            stamp,
+        }
+    }
+}
+
 /// The responsibility for a task that is ready to run.
 ///
 /// A channel stores these; the pool takes them out and runs them. One is
@@ -894,12 +906,7 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
                 (stale(self, count), false, 0)
             }
         };
-        Ran {
-            outcome,
-            first,
-            channel,
-            stamp,
-        }
+        Ran::new(outcome, first, channel, stamp)
     }
 
     fn cancel(&self) {
@@ -971,12 +978,7 @@ impl<F: TaskFuture> Runnable for Moved<F> {
             .start(self.line, started, self.entry().requeued());
         if start == Start::Stale {
             let count = self.entry().detach_count(&header.scheduler);
-            return Ran {
-                outcome: stale(self, count),
-                first: false,
-                channel,
-                stamp: 0,
-            };
+            return Ran::new(stale(self, count), false, channel, 0);
         }
         let first = start == Start::Poll && !started;
         let stamp = if first { header.take_stamp() } else { 0 };
@@ -992,12 +994,7 @@ impl<F: TaskFuture> Runnable for Moved<F> {
             Start::Poll => cell.poll_moved(line),
             _ => cell.finish_aborted(line),
         };
-        Ran {
-            outcome,
-            first,
-            channel,
-            stamp,
-        }
+        Ran::new(outcome, first, channel, stamp)
     }
 
     fn cancel(&self) {

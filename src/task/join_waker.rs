@@ -3,10 +3,9 @@
 //!
 //! The byte lives beside the slot in the task's header rather than in a
 //! struct of its own, which would pad it to a word: so the header stays
-//! at 48 bytes and a small task's allocation in glibc's 80-byte chunk
-//! (the suite's W10). The protocol is the one of `futures`'
-//! `AtomicWaker`, for a single registrant (the handle, polled through
-//! `&mut`).
+//! at 48 bytes, and a small task's cell one glibc chunk smaller. The
+//! protocol is the one of `futures`' `AtomicWaker`, for a single
+//! registrant (the handle, polled through `&mut`).
 //!
 //! # States (bits of the byte)
 //!
