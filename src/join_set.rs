@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::channel::Exec;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, Mutex, WakerSlot};
 use crate::task::{AbortHandle, JoinError, JoinHandle};
 
 /// Tasks submitted to a pool's channels, whose outputs come back in the
@@ -54,12 +54,16 @@ pub struct JoinSet<T> {
     /// Each index's waker, made once.
     wakers: Vec<Waker>,
     free: Vec<usize>,
-    len: usize,
     ready: Arc<Ready>,
 }
 
-/// The indexes woken since the set last looked, and the set's poller.
-struct Ready(Mutex<(Vec<usize>, Option<Waker>)>);
+/// The indexes woken since the set last looked, and the set's poller. A
+/// wake lists its index, then wakes the poller; a poll registers, then
+/// takes the list: either it finds the index, or the wake finds it.
+struct Ready {
+    woken: Mutex<Vec<usize>>,
+    poller: WakerSlot,
+}
 
 /// The waker of the task at `index`.
 struct Woken {
@@ -73,14 +77,8 @@ impl Wake for Woken {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let poller = {
-            let mut ready = lock(&self.ready.0);
-            ready.0.push(self.index);
-            ready.1.take()
-        };
-        if let Some(poller) = poller {
-            poller.wake();
-        }
+        lock(&self.ready.woken).push(self.index);
+        self.ready.poller.wake();
     }
 }
 
@@ -91,20 +89,22 @@ impl<T> JoinSet<T> {
             tasks: Vec::new(),
             wakers: Vec::new(),
             free: Vec::new(),
-            len: 0,
-            ready: Arc::new(Ready(Mutex::new((Vec::new(), None)))),
+            ready: Arc::new(Ready {
+                woken: Mutex::new(Vec::new()),
+                poller: WakerSlot::new(),
+            }),
         }
     }
 
     /// The number of tasks in the set: submitted and not yet returned by
     /// [`JoinSet::join_next`] (finished ones included).
     pub fn len(&self) -> usize {
-        self.len
+        self.tasks.len() - self.free.len()
     }
 
     /// Whether the set holds no task.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Aborts every task in the set. They stay in it: [`JoinSet::join_next`]
@@ -121,13 +121,8 @@ impl<T> JoinSet<T> {
         self.tasks.clear();
         self.wakers.clear();
         self.free.clear();
-        self.len = 0;
-        let poller = {
-            let mut ready = lock(&self.ready.0);
-            ready.0.clear();
-            ready.1.take()
-        };
-        drop(poller);
+        lock(&self.ready.woken).clear();
+        self.ready.poller.clear();
     }
 
     /// Polls for the next task to finish: `Ready(None)` when the set is
@@ -139,21 +134,13 @@ impl<T> JoinSet<T> {
     /// As [`JoinSet::poll_join_next`]; `poller`, if any, replaces the waker
     /// a task's end wakes (`try_join_next` keeps the one there).
     fn poll_next(&mut self, poller: Option<&Waker>) -> Poll<Option<Result<T, JoinError>>> {
-        if self.len == 0 {
+        if self.is_empty() {
             return Poll::Ready(None);
         }
-        // The poller's waker is user code: cloned and dropped unlocked.
-        let poller = poller.cloned();
-        let (woken, old) = {
-            let mut ready = lock(&self.ready.0);
-            let old = match poller {
-                Some(poller) => ready.1.replace(poller),
-                None => None,
-            };
-            (std::mem::take(&mut ready.0), old)
-        };
-        drop(old);
-        let mut woken = woken.into_iter();
+        if let Some(poller) = poller {
+            self.ready.poller.register(poller);
+        }
+        let mut woken = std::mem::take(&mut *lock(&self.ready.woken)).into_iter();
         while let Some(index) = woken.next() {
             let Some(Some(task)) = self.tasks.get_mut(index) else {
                 continue;
@@ -162,9 +149,8 @@ impl<T> JoinSet<T> {
             if let Poll::Ready(outcome) = Pin::new(task).poll(&mut task_cx) {
                 self.tasks[index] = None;
                 self.free.push(index);
-                self.len -= 1;
                 // The rest wait for the next call.
-                lock(&self.ready.0).0.extend(woken);
+                lock(&self.ready.woken).extend(woken);
                 return Poll::Ready(Some(outcome));
             }
         }
@@ -187,8 +173,7 @@ impl<T> JoinSet<T> {
                 index
             }
         };
-        self.len += 1;
-        lock(&self.ready.0).0.push(index);
+        lock(&self.ready.woken).push(index);
     }
 }
 
@@ -264,8 +249,7 @@ impl<T> Drop for JoinSet<T> {
         self.abort_all();
         // The tasks' wakers outlive the set: they must not keep the
         // poller's waker alive.
-        let poller = lock(&self.ready.0).1.take();
-        drop(poller);
+        self.ready.poller.clear();
     }
 }
 

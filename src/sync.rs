@@ -70,6 +70,12 @@ impl WakerSlot {
         drop(old);
     }
 
+    /// Empties the slot, waking nobody.
+    pub(crate) fn clear(&self) {
+        let old = lock(&self.0).take();
+        drop(old);
+    }
+
     /// Wakes the registered waker, if any, and empties the slot.
     pub(crate) fn wake(&self) {
         let waker = lock(&self.0).take();

@@ -213,7 +213,7 @@ impl<B: PoolBehavior> Pool<B> {
         }
         let mut panicked = false;
         if let Some(task) = self.pop(worker, index, &mut panicked) {
-            return self.running(worker, index, task);
+            return Some(self.running(worker, index, task));
         }
         if panicked {
             return None;
@@ -237,7 +237,7 @@ impl<B: PoolBehavior> Pool<B> {
         // counter read pair with that worker's: either it sees the bit, or
         // we see it left idle and wake a sleeper. Only on this race path.
         self.shared.pushed(index);
-        self.running(worker, index, task?)
+        Some(self.running(worker, index, task?))
     }
 
     /// Takes a job of channel `index` into the worker's hands (see
@@ -270,12 +270,12 @@ impl<B: PoolBehavior> Pool<B> {
         worker: &WorkerContext<'_>,
         index: usize,
         task: RunningTask,
-    ) -> Option<RunningTask> {
+    ) -> RunningTask {
         task.set_from(index);
         if let Some(local) = worker.local() {
             self.shared.meters.took(local.index, index);
         }
-        Some(task)
+        task
     }
 
     /// Channel `index`'s `pop`. Its panic is caught, logged and recorded as

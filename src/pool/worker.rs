@@ -514,7 +514,7 @@ pub(super) fn find<B: PoolBehavior>(
             } else if admitted && (local.lifo.extend_streak() || !pool.work_remains()) {
                 // At the end of a streak, queued work goes first, if there
                 // is any: the slot must not keep a worker from it.
-                return pool.running(worker, channel, task);
+                return Some(pool.running(worker, channel, task));
             } else {
                 behind_queue(pool, local, channel, task);
             }
@@ -529,7 +529,7 @@ pub(super) fn find<B: PoolBehavior>(
             // runs now (after a job the search took, if it took one).
             let local = worker.local().filter(|local| !local.holds_job())?;
             let (channel, task) = pool.shared.lifo[local.index].take()?;
-            pool.running(worker, channel, task)
+            Some(pool.running(worker, channel, task))
         });
     if let Some(end) = pool.levels.slice_end(cursor) {
         // Under RoundRobin: the slice the found task runs in (for
