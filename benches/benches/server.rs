@@ -12,7 +12,9 @@
 //! 8 streams each).
 //!
 //! `cargo bench -p smartpool-bench --bench server`;
-//! `SMARTPOOL_BENCH_QUICK=1` for CI's sizes.
+//! `SMARTPOOL_BENCH_QUICK=1` for CI's sizes. `SMARTPOOL_BENCH_WORKER_NICE=n`
+//! runs both servers' worker threads at nice `n` (an experiment: the
+//! reactor and the load generator then preempt them sooner).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -61,10 +63,25 @@ impl Drop for Smart {
     }
 }
 
+/// Puts the calling thread at the nice value `SMARTPOOL_BENCH_WORKER_NICE`
+/// asks for, if any (Linux: a nice value is per thread).
+fn worker_nice() {
+    let Some(nice) = std::env::var("SMARTPOOL_BENCH_WORKER_NICE")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return;
+    };
+    // SAFETY: setpriority reads its arguments only; `0` is this thread.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    assert_eq!(rc, 0, "setpriority: {}", std::io::Error::last_os_error());
+}
+
 fn smartpool_server() -> Smart {
     let owned = smartpool::Builder::new()
         .levels(3)
         .threads(2)
+        .on_thread_start(|_| worker_nice())
         .complete_on_close(0, true)
         .build()
         .unwrap();
@@ -101,6 +118,7 @@ impl Drop for Tokio {
 fn tokio_server() -> Tokio {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .on_thread_start(worker_nice)
         .enable_all()
         .build()
         .unwrap();
