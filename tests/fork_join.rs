@@ -475,6 +475,78 @@ fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
     futures::executor::block_on(owned.close());
 }
 
+/// The same through a scoped handle: a task waiting in
+/// `ScopedJoinHandle::join` for a child that the other worker polls runs
+/// urgent work meanwhile, but no other task of its level. Here the child
+/// (submitted with `Scope::exec`) holds worker 1 on a gate.
+#[test]
+fn a_handle_join_runs_urgent_work_but_no_other_task_of_its_level() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::mpsc::channel;
+    let owned = OwnedPool::new(common::TwoLevels::new(2)).unwrap();
+    let pool = owned.pool.clone();
+    let gate = common::Gate::new();
+    let first_done = Arc::new(AtomicBool::new(false));
+    let second_started = Arc::new(AtomicBool::new(false));
+    let (child_started, child_running) = channel();
+    let (to_first, first_waits) = channel();
+    let first = {
+        let (pool2, gate, done) = (pool.clone(), gate.clone(), first_done.clone());
+        pool.low.exec(run(move || {
+            smartpool::scope(|s| {
+                let child = s.exec(
+                    &pool2.low,
+                    run(move || {
+                        to_first.send(()).unwrap();
+                        child_started.send(()).unwrap();
+                        gate.wait();
+                    }),
+                );
+                // The other worker took the child: join it while it runs.
+                first_waits
+                    .recv_timeout(FAILSAFE)
+                    .expect("the child started");
+                child.join().unwrap();
+            });
+            done.store(true, SeqCst);
+        }))
+    };
+    struct OpenOnDrop(common::Gate);
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+    let _open = OpenOnDrop(gate.clone());
+    child_running
+        .recv_timeout(FAILSAFE)
+        .expect("the child was taken and started");
+    let second = {
+        let (started, first_done) = (second_started.clone(), first_done.clone());
+        pool.low.exec(run(move || {
+            started.store(true, SeqCst);
+            first_done.load(SeqCst)
+        }))
+    };
+    for _ in 0..2 {
+        let started = second_started.clone();
+        let urgent = pool.high.exec(run(move || started.load(SeqCst)));
+        let second_ran = futures::executor::block_on(urgent).unwrap();
+        assert!(
+            !second_ran,
+            "the joining worker ran a task of its own level"
+        );
+    }
+    assert!(
+        !second_started.load(SeqCst),
+        "nobody ran the second low task"
+    );
+    gate.open();
+    futures::executor::block_on(first).unwrap();
+    futures::executor::block_on(second).unwrap();
+    futures::executor::block_on(owned.close());
+}
+
 /// Busy for `micros` microseconds (a long or a short part of a job).
 fn spin(micros: u64) {
     let end = std::time::Instant::now() + std::time::Duration::from_micros(micros);
@@ -545,6 +617,83 @@ fn a_scope_waiting_on_its_closures_starts_no_other_long_job() {
     }
     assert_eq!(nested.into_inner(), 0, "items started inside other items");
     futures::executor::block_on(owned.close());
+}
+
+/// The same with tasks (`Scope::exec`): an item task that opens a scope of
+/// two short tasks and joins their handles must not start another item
+/// meanwhile, whether it waits in `ScopedJoinHandle::join` or in the
+/// scope's end.
+#[test]
+fn a_task_waiting_on_its_scoped_tasks_starts_no_other_long_task() {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    thread_local!(static IN_ITEM: Cell<bool> = const { Cell::new(false) });
+    let owned = pool(4);
+    let work = &owned.pool.work;
+    let nested = AtomicUsize::new(0);
+    let items = if cfg!(miri) { 8 } else { 64 };
+    for round in 0..scaled(100) {
+        smartpool::install(work, || {
+            smartpool::scope(|s| {
+                for _ in 0..items {
+                    s.exec(
+                        work,
+                        run(|| {
+                            if IN_ITEM.with(|inside| inside.replace(true)) {
+                                nested.fetch_add(1, Relaxed);
+                            }
+                            spin(100);
+                            smartpool::scope(|inner| {
+                                let a = inner.exec(work, run(|| spin(20)));
+                                let b = inner.exec(work, run(|| spin(20)));
+                                if round % 2 == 0 {
+                                    a.join().unwrap();
+                                    b.join().unwrap();
+                                }
+                            });
+                            IN_ITEM.with(|inside| inside.set(false));
+                        }),
+                    );
+                }
+            })
+        });
+    }
+    assert_eq!(nested.into_inner(), 0, "items started inside other items");
+    futures::executor::block_on(owned.close());
+}
+
+/// Isolation never strands what a scoped task waits for. On a 1-thread
+/// pool, the waiting worker is the only one that can run it: a scoped task
+/// that awaits a task of its own level (on the waiter's pool, from a
+/// task of the same pool or of another pool) completes, joined through
+/// its handle or by the scope's end.
+#[test]
+fn a_parked_scoped_task_gets_the_waiter_s_help() {
+    let a = pool(1);
+    let b = pool(1);
+    for joined in [true, false] {
+        let other = b.pool.clone();
+        let value = inside(&a, move |pool| {
+            smartpool::scope(|s| {
+                // Claimed (the waiter's pool), parked on an unscoped task.
+                let near = s.exec(&pool.work, async move {
+                    pool.work.exec(async { 1 }).await.unwrap()
+                });
+                // On the other pool, parked on a task of the waiter's.
+                let far = s.exec(&other.work, async move {
+                    pool.work.exec(async { 2 }).await.unwrap()
+                });
+                if joined {
+                    near.join().unwrap() + far.join().unwrap()
+                } else {
+                    3
+                }
+            })
+        });
+        assert_eq!(value, 3);
+    }
+    futures::executor::block_on(a.close());
+    futures::executor::block_on(b.close());
 }
 
 /// `smartpool::par`: every index once, in order where it returns values,

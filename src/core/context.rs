@@ -388,20 +388,14 @@ pub(crate) trait PoolHooks {
     /// Wakes `worker` from any thread if it sleeps in its slot.
     fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
 
-    /// One round of a join's isolated wait on `worker` (see
-    /// `scope::stack`): runs one task of a level strictly above channel
-    /// `channel`'s, or else one job of `channel` that `within` accepts.
-    /// When the worker must not help (its stack is deep in nested waits,
-    /// or the pool terminated), runs only the job tagged `own`, the
-    /// owner's `b`, if a waiter moved it to the channel's injector.
-    /// Returns whether it ran something.
-    fn help_once(
-        &self,
-        worker: &WorkerLocal,
-        channel: usize,
-        own: super::job::Tag,
-        within: &dyn Fn(&super::job::JobRef) -> bool,
-    ) -> bool;
+    /// One round of an isolated wait on `worker` (see `scope::stack`):
+    /// runs one task of a level strictly above channel `channel`'s, or
+    /// else one job of `channel` that `jobs`' filter accepts (`None`: no
+    /// job). When the worker must not help (its stack is deep in nested
+    /// waits, or the pool terminated), runs only the job tagged `jobs`'
+    /// tag, the owner's `b`, if a waiter moved it to the channel's
+    /// injector. Returns whether it ran something.
+    fn help_once(&self, worker: &WorkerLocal, channel: usize, jobs: Subtree<'_>) -> bool;
 
     /// Runs `f`, which blocks, on `worker`'s thread, with a stand-in
     /// serving the worker's place meanwhile (see `pool::blocking`).
@@ -417,6 +411,10 @@ pub(crate) trait PoolHooks {
     );
 }
 
+/// The jobs an isolated wait may run (see [`PoolHooks::help_once`]): the
+/// tag of the owner's own job, and the filter of its subtree's.
+pub(crate) type Subtree<'a> = Option<(super::job::Tag, &'a dyn Fn(&super::job::JobRef) -> bool)>;
+
 /// A future run on a worker's own stack: a scoped task claimed by its
 /// waiter.
 pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -431,13 +429,7 @@ impl PoolHooks for NoHooks {
     fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {})
     }
-    fn help_once(
-        &self,
-        _: &WorkerLocal,
-        _: usize,
-        _: super::job::Tag,
-        _: &dyn Fn(&super::job::JobRef) -> bool,
-    ) -> bool {
+    fn help_once(&self, _: &WorkerLocal, _: usize, _: Subtree<'_>) -> bool {
         false
     }
     fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
@@ -557,13 +549,8 @@ impl WorkerLocal {
     }
 
     /// As [`PoolHooks::help_once`].
-    pub(crate) fn help_once(
-        &self,
-        channel: usize,
-        own: super::job::Tag,
-        within: &dyn Fn(&super::job::JobRef) -> bool,
-    ) -> bool {
-        self.hooks.help_once(self, channel, own, within)
+    pub(crate) fn help_once(&self, channel: usize, jobs: Subtree<'_>) -> bool {
+        self.hooks.help_once(self, channel, jobs)
     }
 
     /// As [`PoolHooks::waker`].

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
-use crate::core::context::{LocalTask, PoolHooks, WorkerContext, WorkerLocal};
-use crate::core::job::{JobRef, Tag};
+use crate::core::context::{LocalTask, PoolHooks, Subtree, WorkerContext, WorkerLocal};
+use crate::core::job::JobRef;
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
@@ -376,16 +376,13 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         false
     }
 
-    fn help_once(
-        &self,
-        local: &WorkerLocal,
-        channel: usize,
-        own: Tag,
-        within: &dyn Fn(&JobRef) -> bool,
-    ) -> bool {
+    fn help_once(&self, local: &WorkerLocal, channel: usize, jobs: Subtree<'_>) -> bool {
         let pool = &**self;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
+            let Some((own, _)) = jobs else {
+                return false;
+            };
             // No helping, but `b` itself, if a waiter moved it to the
             // injector, is the owner's to run, as a pop would have found
             // it: at this frame's depth, whatever the pool's state.
@@ -417,6 +414,9 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         // Other seats' jobs only, of `b`'s subtree: this seat's deque
         // holds the jobs of the frames below the wait (their owners take
         // them back), and a job of another subtree may be long.
+        let Some((_, within)) = jobs else {
+            return false;
+        };
         match crate::core::job::steal_within(shared, local.index, channel, within) {
             Some(job) => {
                 local.run_job(job);

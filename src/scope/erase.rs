@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use super::handle::{ScopedJoinHandle, Slot};
 use super::ScopeState;
 use crate::contain::panic_message;
+use crate::sync::Ordering;
 use crate::task::{CancelReason, JoinError};
 
 /// A scoped task, as the pool sees it.
@@ -40,7 +41,8 @@ where
     F::Output: Send,
 {
     /// Wraps `future` for `scope`, which must already count it (see
-    /// `Scope::exec`), and erases its lifetime.
+    /// `Scope::exec`), and erases its lifetime. The scope counts it in
+    /// `idle` until its first poll, and whenever it waits.
     pub(super) fn erase<'scope>(
         future: F,
         scope: Arc<ScopeState>,
@@ -50,6 +52,7 @@ where
         F::Output: 'scope,
     {
         let slot = Arc::new(Slot::new());
+        scope.idle.fetch_add(1, Ordering::Relaxed);
         let task = ScopedTask {
             future: Some(Box::pin(future)),
             slot: Some(slot.clone()),
@@ -152,11 +155,21 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // `ScopedTask` is `Unpin`: the user's future is pinned in its box.
         let this = self.get_mut();
-        let Some(future) = this.future.as_mut() else {
+        let (Some(future), Some(slot), Some(scope)) = (
+            this.future.as_mut(),
+            this.slot.as_deref(),
+            this.scope.as_deref(),
+        ) else {
             return Poll::Ready(());
         };
+        slot.polled(true);
+        scope.idle.fetch_sub(1, Ordering::Relaxed);
         match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Pending) => {
+                slot.polled(false);
+                scope.idle.fetch_add(1, Ordering::Relaxed);
+                Poll::Pending
+            }
             Ok(Poll::Ready(output)) => {
                 this.finish(End::Ready(output));
                 Poll::Ready(())
@@ -171,6 +184,10 @@ where
 
 impl<F: Future> Drop for ScopedTask<F> {
     fn drop(&mut self) {
+        // Dropped unfinished, so not being polled: it was counted idle.
+        if let Some(scope) = self.scope.as_deref() {
+            scope.idle.fetch_sub(1, Ordering::Relaxed);
+        }
         self.finish(End::Cancelled);
     }
 }

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use super::claim::Claim;
 use super::latch::CountLatch;
-use crate::sync::WakerSlot;
+use crate::sync::{AtomicBool, Ordering, WakerSlot};
 use crate::task::JoinError;
 
 /// Where a scoped task leaves its result. Its own (not the task cell's):
@@ -23,6 +23,9 @@ pub(super) struct Slot<T> {
     filled: CountLatch,
     /// An awaiting joiner.
     waker: WakerSlot,
+    /// Whether the task is being polled now: a joiner on another worker
+    /// then waits in isolation (a hint; see `ScopedJoinHandle::join`).
+    polling: AtomicBool,
 }
 
 impl<T> Slot<T> {
@@ -31,6 +34,7 @@ impl<T> Slot<T> {
             result: Mutex::new(None),
             filled: CountLatch::new(1),
             waker: WakerSlot::new(),
+            polling: AtomicBool::new(false),
         }
     }
 
@@ -45,6 +49,11 @@ impl<T> Slot<T> {
                 crate::contain::panic_message(&*panic)
             );
         }
+    }
+
+    /// Marks the start (`true`) or the end of a poll of the task.
+    pub(super) fn polled(&self, polling: bool) {
+        self.polling.store(polling, Ordering::Relaxed);
     }
 
     fn take(&self) -> Result<T, JoinError> {
@@ -96,19 +105,30 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     }
 
     /// Blocks until the task ends and returns its output, or a
-    /// [`JoinError`] if it panicked or was cancelled. On a worker thread of
-    /// the task's pool, in the scope's own thread, a task that no worker
-    /// started runs here first (as `join`'s second half does); then the
-    /// wait runs that pool's queued work (as [`scope`](crate::scope)
-    /// does). So joining from inside a task completes on a 1-thread pool,
-    /// recursively too.
+    /// [`JoinError`] if it panicked or was cancelled.
+    ///
+    /// On a worker thread of the task's pool, in the scope's own thread:
+    /// * a task that no worker started runs here first (as `join`'s second
+    ///   half does), so joining from inside a task completes on a 1-thread
+    ///   pool, recursively too;
+    /// * while another worker polls the task, the wait is isolated, as
+    ///   [`join`](crate::join)'s is: it runs only work of a level above the
+    ///   task's channel, never another task of its level (rayon #957);
+    /// * while the task waits (parked, or queued after a wake), the wait
+    ///   runs the pool's queued work, as [`scope`](crate::scope)'s does,
+    ///   since the task may need this worker to run it.
+    ///
+    /// Anywhere else, the thread blocks.
     pub fn join(self) -> Result<T, JoinError> {
         if let Some((claim, pool)) = &self.claim {
-            // On a worker of the task's pool, a task no worker started runs
-            // here, now (work first): a recursion of joins nests as deep as
-            // itself, not as deep as the queue.
-            if let Some(help) = super::help::current().filter(|help| help.pool_id() == *pool) {
-                help.run_now(claim.channel, &mut || claim.take());
+            if let Some(local) = crate::core::context::current_of(*pool) {
+                // Work first: a recursion of joins nests as deep as itself,
+                // not as deep as the queue.
+                local.run_now(claim.channel, &mut || claim.take());
+                self.slot.filled.wait_isolated(
+                    || self.slot.polling.load(Ordering::Relaxed),
+                    || local.help_once(claim.channel, None),
+                );
             }
         }
         self.slot.filled.wait();

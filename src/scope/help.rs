@@ -20,9 +20,6 @@ pub(crate) trait Help {
     /// Wakes this worker from any thread if it sleeps in its slot.
     fn waker(&self) -> Box<dyn Fn() + Send + Sync>;
 
-    /// The id of this worker's pool.
-    fn pool_id(&self) -> usize;
-
     /// Runs a claimed scoped task at once, on this thread, as a fresh task
     /// of this worker's pool's channel `channel` (see `claim`): if the
     /// stack has room and the pool admits a new task there, calls `take`
@@ -38,10 +35,6 @@ impl Help for WorkerLocal {
 
     fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
         WorkerLocal::waker(self)
-    }
-
-    fn pool_id(&self) -> usize {
-        self.pool_id
     }
 
     fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>) {

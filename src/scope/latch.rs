@@ -218,27 +218,46 @@ impl CountLatch {
         std::mem::forget(abort);
     }
 
-    /// The wait of a worker that helps only with the scope's own jobs and
-    /// with work of a higher level (see `stack`, "Isolated waits"): calls
-    /// `round` until the latch opens (see `stack::help_until`); the last
-    /// count-down unparks it.
-    /// `round` says whether it ran something, or `None` once the scope
-    /// cannot be waited on in isolation any more: the wait goes on as
-    /// [`CountLatch::wait`]'s. Never unwinds, as `wait`.
-    pub(crate) fn wait_isolated(&self, round: impl FnMut() -> Option<bool>) {
+    /// The wait of a worker that, while `isolated()`, helps only with
+    /// what `round` runs (its own jobs, work of a higher level: see
+    /// `stack`, "Isolated waits"), and otherwise helps as
+    /// [`CountLatch::wait`] does, until the latch opens or `isolated()`
+    /// again. `round` says whether it ran something; between rounds that
+    /// ran nothing the worker parks a little (see `stack::help_until`),
+    /// and the last count-down unparks it. Never unwinds, as `wait`.
+    pub(crate) fn wait_isolated(&self, isolated: impl Fn() -> bool, round: impl FnMut() -> bool) {
+        self.wait_isolated_with(help::current().as_deref(), isolated, round)
+    }
+
+    /// [`CountLatch::wait_isolated`] with the calling worker's `help`.
+    pub(super) fn wait_isolated_with(
+        &self,
+        help: Option<&dyn Help>,
+        isolated: impl Fn() -> bool,
+        mut round: impl FnMut() -> bool,
+    ) {
         if self.is_open() {
             return;
         }
         // Before the state is read again: either the last count-down finds
-        // the target, or the reads below see the latch open. With the
-        // worker's slot too, should the wait go on as `wait`'s.
-        if !self.register(help::current().as_deref()) {
+        // the target (the thread, and the worker's slot for the helping
+        // part), or the reads below see the latch open.
+        if !self.register(help) {
             return;
         }
         let abort = AbortOnUnwind;
-        let isolated = super::stack::help_until(|| self.is_open(), round, "a scope's waiter");
+        let helped = super::stack::help_until(
+            || self.is_open(),
+            || match help {
+                _ if isolated() => Some(round()),
+                Some(help) if help.help_until(&|| self.is_open() || isolated()) => Some(true),
+                // The pool terminated, or the stack is deep: park below.
+                _ => None,
+            },
+            "a scope's waiter",
+        );
         std::mem::forget(abort);
-        if !isolated {
+        if !helped {
             self.wait();
         }
     }

@@ -79,10 +79,6 @@ impl Help for Worker {
         })
     }
 
-    fn pool_id(&self) -> usize {
-        0
-    }
-
     /// Not used by these models (no claims: the scopes here are not opened
     /// on a worker); the claim is modelled below.
     fn run_now(&self, _: usize, _: &mut dyn FnMut() -> Option<crate::core::context::LocalTask>) {}
@@ -119,6 +115,34 @@ fn scope(tasks: usize, worker: bool) {
     assert_eq!(world.read_all(), tasks as u32);
 }
 
+/// A worker's isolated wait (`CountLatch::wait_isolated`) for one task
+/// that is polled (the waiter isolated: it parks between rounds that ran
+/// nothing), then waits (the waiter helps, sleeping in the real `Sleep`),
+/// then is polled again and ends. The waiter always returns: the last
+/// count-down wakes both its thread and its sleep slot.
+fn isolated_scope() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    let world = World::new();
+    let polled = Arc::new(AtomicBool::new(true));
+    {
+        let (world, polled) = (world.clone(), polled.clone());
+        thread::spawn(move || {
+            polled.store(false, Ordering::Relaxed);
+            polled.store(true, Ordering::Relaxed);
+            world.task(0);
+        });
+    }
+    // The body ends.
+    world.latch.count_down();
+    let worker = Worker {
+        sleep: Arc::new(Sleep::new(1)),
+    };
+    world
+        .latch
+        .wait_isolated_with(Some(&worker), || polled.load(Ordering::Relaxed), || false);
+    assert_eq!(world.read_all(), 1);
+}
+
 /// Explores with 3 preemptions whatever the environment says: the lost
 /// wake-up these models exist for (the latch opening between the worker's
 /// last look and its sleep) needs 3 to be reached; with `done` left out of
@@ -147,6 +171,11 @@ fn a_nested_task_is_waited_for_by_a_parked_waiter() {
 #[test]
 fn a_nested_task_is_waited_for_by_a_sleeping_worker() {
     model(|| scope(2, true));
+}
+
+#[test]
+fn an_isolated_waiter_is_woken_whether_it_parks_or_sleeps() {
+    model(isolated_scope);
 }
 
 /// The claim (`claim`): a shell running on one thread and the waiter taking

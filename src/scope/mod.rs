@@ -54,7 +54,11 @@
 //! recursion), then *helps*: it runs its pool's queued tasks (by the same
 //! schedule as the worker loop) until the latch opens, and when there is
 //! none it goes through the pool's sleep protocol like an idle worker, with
-//! "the latch is open" added to the final check before it blocks. Any other
+//! "the latch is open" added to the final check before it blocks. While
+//! none of the scope's tasks waits (all being polled, or ended), the help
+//! is isolated instead (see `stack`, "Isolated waits"): a task that only
+//! runs needs nobody, and a task that waits makes the wait help again
+//! (`ScopeState::idle`, `CountLatch::wait_isolated`). Any other
 //! thread parks; so does a worker whose pool terminated (after draining
 //! it), and one whose stack is mostly used by nested waits (after moving
 //! its LIFO slot's task where other workers see it).
@@ -122,10 +126,14 @@ struct ScopeState {
     /// waits").
     node: stack::Node,
     /// What the waiter may wait on in isolation: 0 before any work went to
-    /// the waiter's pool; `c + 1` while all of it is spawned jobs of
-    /// channel `c`; [`MANY`] once it spawned on another channel too, or
-    /// submitted a task there.
+    /// the waiter's pool; `c + 1` while all of it went to channel `c`
+    /// (spawned jobs, tasks); [`MANY`] once some went to another channel.
     wait_on: AtomicUsize,
+    /// The scope's tasks that wait (queued, or parked): neither being
+    /// polled nor ended. The waiter helps its pool while there is one,
+    /// since it may be the one to run it, or what it waits for (see
+    /// `wait`). A hint: a stale read costs a round of isolation or help.
+    idle: AtomicUsize,
 }
 
 /// See `ScopeState::wait_on`.
@@ -199,15 +207,15 @@ impl ScopeState {
         }
     }
 
-    /// Work of this scope went to channel `channel` of the waiter's pool:
-    /// a spawned job (`job`), or a task.
-    fn went_to(&self, channel: usize, job: bool) {
+    /// Work of this scope (a spawned job, or a task) went to channel
+    /// `channel` of the waiter's pool.
+    fn went_to(&self, channel: usize) {
         let on = channel + 1;
         let _ = self
             .wait_on
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| match now {
-                0 if job => Some(on),
-                now if now == on && job => None,
+                0 => Some(on),
+                now if now == on => None,
                 MANY => None,
                 _ => Some(MANY),
             });
@@ -223,12 +231,13 @@ impl ScopeState {
     }
 
     /// The scope's wait, after the body. On a worker of the pool where the
-    /// scope's work is all jobs of one channel, it is isolated (see
-    /// `stack`, "Isolated waits"): the worker runs the scope's jobs from
-    /// its own deque, newest first, then what `help_once` allows: work of a
-    /// higher level, and jobs of the scope's subtree. Otherwise it helps
-    /// as any waiting worker does, since a scoped task woken on the
-    /// waiter's pool may need the waiter to run it.
+    /// scope's work all went to one channel, it is isolated (see `stack`,
+    /// "Isolated waits") while none of its tasks waits there: the worker
+    /// runs the scope's jobs from its own deque, newest first, then what
+    /// `help_once` allows: work of a higher level, and jobs of the scope's
+    /// subtree. Otherwise it helps as any waiting worker does, since a
+    /// scoped task queued or woken on the waiter's pool may need the
+    /// waiter to run it.
     fn wait(&self) {
         let local = match self.isolated_channel() {
             Some(_) => crate::core::context::current(),
@@ -240,13 +249,17 @@ impl ScopeState {
         // SAFETY: `pop_job_if` and `help_once` call the filter with jobs
         // taken and not run.
         let within = |job: &JobRef| unsafe { stack::within(job.tag(), &self.node) };
-        self.latch.wait_isolated(|| {
-            let channel = self.isolated_channel()?;
+        let isolated =
+            || self.idle.load(Ordering::Relaxed) == 0 && self.isolated_channel().is_some();
+        self.latch.wait_isolated(isolated, || {
+            let Some(channel) = self.isolated_channel() else {
+                return false;
+            };
             if let Some(job) = local.pop_job_if(channel, &within) {
                 local.run_job(job);
-                return Some(true);
+                return true;
             }
-            Some(local.help_once(channel, self.node.tag(), &within))
+            local.help_once(channel, Some((self.node.tag(), &within)))
         })
     }
 
@@ -318,19 +331,21 @@ impl ScopeState {
 /// as a `rayon::scope` would. A task that never finishes (a future never
 /// woken) keeps `scope` waiting.
 ///
-/// A scope whose work on the waiter's pool is all [`Scope::spawn`]ed
-/// closures of one channel (a frame) waits isolated: the waiting worker
+/// A waiting worker first runs the scope's own tasks that no worker has
+/// started yet, newest first, on its own stack, whatever their channel's
+/// level (rayon's work-first order: recursive divide and conquer nests no
+/// deeper than its recursion, so it completes on one thread too).
+///
+/// Then, if the scope's work on the waiter's pool all went to one channel
+/// (a frame of [`Scope::spawn`]ed closures, say), the wait is isolated
+/// while none of the scope's tasks waits (queued, or parked): the worker
 /// runs the scope's closures (its own newest first), closures they spawn
 /// or `join` in turn, and work of a level above that channel's, never an
 /// unrelated closure or task of its level or below (rayon's waiting thread
 /// may start one and stall its caller behind it, rayon #957).
 ///
-/// Any other scope's waiting worker first runs the scope's own tasks that
-/// no worker has started yet, newest first, on its own stack, whatever
-/// their channel's level (rayon's work-first order: recursive divide and
-/// conquer nests no deeper than its recursion, so it completes on one
-/// thread too). Then the queued tasks it runs may be any of its pool's, as
-/// in rayon (a woken scoped task may need it), with the same hazards: the
+/// Otherwise the queued tasks it runs may be any of its pool's, as in
+/// rayon (a scoped task that waits may need it), with the same hazards: the
 /// waiting task resumes only after the
 /// task the worker picked returns (a long low-priority task delays it); a
 /// task it picked that waits for something only the waiting task will do
@@ -397,6 +412,7 @@ where
             fifo: Mutex::new(Vec::new()),
             node: stack::Node::here(local.as_deref()),
             wait_on: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
         }),
         scope: PhantomData,
         env: PhantomData,
@@ -451,7 +467,7 @@ impl<'scope> Scope<'scope, '_> {
         // is counted down.
         match channel.link() {
             Some(link) if self.state.waiter_pool == Some(link.pool_id()) => {
-                self.state.went_to(link.index(), false);
+                self.state.went_to(link.index());
                 let claim = Arc::new(claim::Claim::new(task, link.index()));
                 let _detached = channel.exec(claim::Shell::new(claim.clone()));
                 lock(&self.state.pending).push(claim.clone());
@@ -546,7 +562,7 @@ impl<'scope> Scope<'scope, '_> {
             return stack::run_here(&self.state, func);
         };
         if self.state.waiter_pool == Some(link.pool_id()) {
-            self.state.went_to(link.index(), true);
+            self.state.went_to(link.index());
         }
         let local = crate::core::context::current_of(link.pool_id());
         if local.is_some() && self.state.waiter_pool == Some(link.pool_id()) {

@@ -70,9 +70,10 @@
 //!
 //! A scope's wait is isolated the same way when the scope's work on the
 //! waiter's pool is all spawned jobs of one channel: its node is the root
-//! (see `ScopeState::wait`). Not isolated: the wait of a scope that
-//! submitted tasks there (a woken scoped task may need the waiter to run
-//! it), and `ScopedJoinHandle::join`.
+//! (see `ScopeState::wait`). `ScopedJoinHandle::join` is isolated while
+//! another worker polls its task, and runs no job then. Not isolated: the
+//! wait of a scope that submitted tasks there, and a handle's while its
+//! task waits; a woken scoped task may need the waiter to run it.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
@@ -280,7 +281,7 @@ where
             // not run.
             let mine = |j: &JobRef| unsafe { within(j.tag(), &job.node) };
             job.latch
-                .wait(|| local.help_once(channel, job.node.tag(), &mine));
+                .wait(|| local.help_once(channel, Some((job.node.tag(), &mine))));
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
             let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });

@@ -23,6 +23,7 @@ fn state() -> Arc<ScopeState> {
         fifo: Mutex::new(Vec::new()),
         node: super::stack::Node::here(None),
         wait_on: crate::sync::AtomicUsize::new(0),
+        idle: crate::sync::AtomicUsize::new(0),
     })
 }
 
