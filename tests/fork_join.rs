@@ -696,6 +696,103 @@ fn a_parked_scoped_task_gets_the_waiter_s_help() {
     futures::executor::block_on(b.close());
 }
 
+/// A scoped task on another pool counts as waiting until it ends: its poll
+/// may wait for the waiter's pool. Here, on two 1-thread pools, a task on
+/// `b` opens a scope of its own with a task on `a`, whose only worker is
+/// the outer scope's waiter (a cold review's case).
+#[test]
+fn a_scoped_task_on_another_pool_may_need_the_waiter() {
+    let a = pool(1);
+    let b = pool(1);
+    let other = b.pool.clone();
+    let ran = inside(&a, move |pool| {
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        smartpool::scope(|s| {
+            s.exec(&pool.work, async { 1 });
+            s.exec(
+                &other.work,
+                run(|| {
+                    smartpool::scope(|inner| {
+                        inner.exec(
+                            &pool.work,
+                            run(|| ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
+                        );
+                    })
+                }),
+            );
+        });
+        ran.into_inner()
+    });
+    assert_eq!(ran, 1);
+    futures::executor::block_on(a.close());
+    futures::executor::block_on(b.close());
+}
+
+/// A joined task that blocks, without helping, on work only the waiter
+/// is free to run: its sibling (which waits in the queue, so the join
+/// helps at once), or a task outside the scope (the wait runs out of
+/// patience, then runs anything). `join`'s stolen half the same.
+#[test]
+fn a_wait_runs_what_a_blocked_task_waits_for() {
+    use std::sync::mpsc::channel;
+    let owned = pool(2);
+    // Sibling: the consumer blocks in `recv` on the other worker.
+    let got = inside(&owned, |pool| {
+        let (tx, rx) = channel();
+        let (started, consumer_started) = channel();
+        smartpool::scope(|s| {
+            let consumer = s.exec(
+                &pool.work,
+                run(move || {
+                    started.send(()).unwrap();
+                    rx.recv_timeout(FAILSAFE).expect("the producer ran")
+                }),
+            );
+            consumer_started.recv_timeout(FAILSAFE).unwrap();
+            let _producer = s.exec(&pool.work, run(move || tx.send(7).unwrap()));
+            consumer.join().unwrap()
+        })
+    });
+    assert_eq!(got, 7);
+    // Outside the scope: the task the consumer waits for is not scoped.
+    let got = inside(&owned, |pool| {
+        let (tx, rx) = channel();
+        let (started, consumer_started) = channel();
+        smartpool::scope(|s| {
+            let consumer = s.exec(
+                &pool.work,
+                run(move || {
+                    started.send(()).unwrap();
+                    rx.recv_timeout(FAILSAFE).expect("the producer ran")
+                }),
+            );
+            consumer_started.recv_timeout(FAILSAFE).unwrap();
+            drop(pool.work.exec(run(move || tx.send(8).unwrap())));
+            consumer.join().unwrap()
+        })
+    });
+    assert_eq!(got, 8);
+    // `join`: `b` is stolen, then blocks on a task of its level.
+    let got = inside(&owned, |pool| {
+        let (tx, rx) = channel();
+        let (started, b_started) = channel();
+        let ((), got) = smartpool::join(
+            &pool.work,
+            move || {
+                b_started.recv_timeout(FAILSAFE).expect("b was stolen");
+                drop(pool.work.exec(run(move || tx.send(9).unwrap())));
+            },
+            move || {
+                started.send(()).unwrap();
+                rx.recv_timeout(FAILSAFE).expect("the producer ran")
+            },
+        );
+        got
+    });
+    assert_eq!(got, 9);
+    futures::executor::block_on(owned.close());
+}
+
 /// `smartpool::par`: every index once, in order where it returns values,
 /// empty inputs, from outside the pool and inside a task, on 1 and 2
 /// threads.

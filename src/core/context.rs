@@ -389,13 +389,14 @@ pub(crate) trait PoolHooks {
     fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
 
     /// One round of an isolated wait on `worker` (see `scope::stack`):
-    /// runs one task of a level strictly above channel `channel`'s, or
-    /// else one job of `channel` that `jobs`' filter accepts (`None`: no
-    /// job). When the worker must not help (its stack is deep in nested
-    /// waits, or the pool terminated), runs only the job tagged `jobs`'
-    /// tag, the owner's `b`, if a waiter moved it to the channel's
-    /// injector. Returns whether it ran something.
-    fn help_once(&self, worker: &WorkerLocal, channel: usize, jobs: Subtree<'_>) -> bool;
+    /// runs one task of a level strictly above channel `channel`'s (of
+    /// any level, if `allowed` is `Anything`), or else one job of
+    /// `channel` that `allowed` accepts. When the worker must not help
+    /// (its stack is deep in nested waits, or the pool terminated), runs
+    /// only the owner's own job of a `Subtree`, its `b`, if a waiter
+    /// moved it to the channel's injector. Returns whether it ran
+    /// something.
+    fn help_once(&self, worker: &WorkerLocal, channel: usize, allowed: Allowed<'_>) -> bool;
 
     /// Runs `f`, which blocks, on `worker`'s thread, with a stand-in
     /// serving the worker's place meanwhile (see `pool::blocking`).
@@ -411,9 +412,19 @@ pub(crate) trait PoolHooks {
     );
 }
 
-/// The jobs an isolated wait may run (see [`PoolHooks::help_once`]): the
-/// tag of the owner's own job, and the filter of its subtree's.
-pub(crate) type Subtree<'a> = Option<(super::job::Tag, &'a dyn Fn(&super::job::JobRef) -> bool)>;
+/// What a round of an isolated wait may run besides work of a higher
+/// level (see [`PoolHooks::help_once`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Allowed<'a> {
+    /// No job.
+    NoJob,
+    /// The jobs of a subtree: the tag of the owner's own job, and the
+    /// filter of the subtree's.
+    Subtree(super::job::Tag, &'a dyn Fn(&super::job::JobRef) -> bool),
+    /// Any work of the pool: the wait ran out of patience (see
+    /// `scope::stack`, "Isolated waits").
+    Anything,
+}
 
 /// A future run on a worker's own stack: a scoped task claimed by its
 /// waiter.
@@ -429,7 +440,7 @@ impl PoolHooks for NoHooks {
     fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {})
     }
-    fn help_once(&self, _: &WorkerLocal, _: usize, _: Subtree<'_>) -> bool {
+    fn help_once(&self, _: &WorkerLocal, _: usize, _: Allowed<'_>) -> bool {
         false
     }
     fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
@@ -549,8 +560,8 @@ impl WorkerLocal {
     }
 
     /// As [`PoolHooks::help_once`].
-    pub(crate) fn help_once(&self, channel: usize, jobs: Subtree<'_>) -> bool {
-        self.hooks.help_once(self, channel, jobs)
+    pub(crate) fn help_once(&self, channel: usize, allowed: Allowed<'_>) -> bool {
+        self.hooks.help_once(self, channel, allowed)
     }
 
     /// As [`PoolHooks::waker`].

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
-use crate::core::context::{LocalTask, PoolHooks, Subtree, WorkerContext, WorkerLocal};
+use crate::core::context::{Allowed, LocalTask, PoolHooks, WorkerContext, WorkerLocal};
 use crate::core::job::JobRef;
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
@@ -376,11 +376,11 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         false
     }
 
-    fn help_once(&self, local: &WorkerLocal, channel: usize, jobs: Subtree<'_>) -> bool {
+    fn help_once(&self, local: &WorkerLocal, channel: usize, allowed: Allowed<'_>) -> bool {
         let pool = &**self;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
-            let Some((own, _)) = jobs else {
+            let Allowed::Subtree(own, _) = allowed else {
                 return false;
             };
             // No helping, but `b` itself, if a waiter moved it to the
@@ -399,9 +399,12 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let _outer = Nested::save(shared, local);
         let seat = &shared.meters.seats[local.index];
         let worker = WorkerContext::worker(shared, local);
-        let level = pool.levels.level_of(channel);
-        if level > 0 {
-            let mut cursor = pool.levels.cursor((level - 1).min(local.floor));
+        let top = match allowed {
+            Allowed::Anything => Some(local.floor),
+            _ => pool.levels.level_of(channel).checked_sub(1),
+        };
+        if let Some(top) = top {
+            let mut cursor = pool.levels.cursor(top.min(local.floor));
             if let Some(task) = find(pool, &worker, &mut cursor) {
                 let _outside = local.outside_jobs();
                 execute(pool, Some(seat), task);
@@ -414,8 +417,10 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         // Other seats' jobs only, of `b`'s subtree: this seat's deque
         // holds the jobs of the frames below the wait (their owners take
         // them back), and a job of another subtree may be long.
-        let Some((_, within)) = jobs else {
-            return false;
+        let within = match allowed {
+            Allowed::NoJob => return false,
+            Allowed::Subtree(_, within) => within,
+            Allowed::Anything => &|_: &JobRef| true,
         };
         match crate::core::job::steal_within(shared, local.index, channel, within) {
             Some(job) => {

@@ -33,6 +33,12 @@ pub(super) struct ScopedTask<F: Future> {
     future: Option<Pin<Box<F>>>,
     slot: Option<Arc<Slot<F::Output>>>,
     scope: Option<Arc<ScopeState>>,
+    /// Whether the scope's `idle` counts the task now (see
+    /// `ScopeState::idle`): a task of the waiter's pool while it is
+    /// parked; any other until it ends.
+    counted: bool,
+    /// Whether the task goes to the waiter's pool (in a claim).
+    near: bool,
 }
 
 impl<F> ScopedTask<F>
@@ -41,22 +47,27 @@ where
     F::Output: Send,
 {
     /// Wraps `future` for `scope`, which must already count it (see
-    /// `Scope::exec`), and erases its lifetime. The scope counts it in
-    /// `idle` until its first poll, and whenever it waits.
+    /// `Scope::exec`), and erases its lifetime. `near`: it goes to the
+    /// waiter's pool, in a claim; else `idle` counts it until it ends.
     pub(super) fn erase<'scope>(
         future: F,
         scope: Arc<ScopeState>,
+        near: bool,
     ) -> (Erased, ScopedJoinHandle<'scope, F::Output>)
     where
         F: 'scope,
         F::Output: 'scope,
     {
         let slot = Arc::new(Slot::new());
-        scope.idle.fetch_add(1, Ordering::Relaxed);
+        if !near {
+            scope.idle.fetch_add(1, Ordering::Relaxed);
+        }
         let task = ScopedTask {
             future: Some(Box::pin(future)),
             slot: Some(slot.clone()),
             scope: Some(scope),
+            counted: !near,
+            near,
         };
         let task: Pin<Box<dyn Future<Output = ()> + Send + 'scope>> = Box::pin(task);
         // SAFETY: only the trait object's lifetime bound changes (same fat
@@ -93,6 +104,9 @@ impl<F: Future> ScopedTask<F> {
         let Some(scope) = self.scope.take() else {
             return;
         };
+        if std::mem::take(&mut self.counted) {
+            scope.idle.fetch_sub(1, Ordering::Relaxed);
+        }
         // Counts down when dropped, so also if something here unwinds
         // after all (a panicking logger): declared before every local that
         // holds borrowed data, it drops after them.
@@ -155,19 +169,20 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // `ScopedTask` is `Unpin`: the user's future is pinned in its box.
         let this = self.get_mut();
-        let (Some(future), Some(slot), Some(scope)) = (
-            this.future.as_mut(),
-            this.slot.as_deref(),
-            this.scope.as_deref(),
-        ) else {
+        let (Some(future), Some(scope)) = (this.future.as_mut(), this.scope.as_deref()) else {
             return Poll::Ready(());
         };
-        slot.polled(true);
-        scope.idle.fetch_sub(1, Ordering::Relaxed);
+        if this.near && std::mem::take(&mut this.counted) {
+            scope.idle.fetch_sub(1, Ordering::Relaxed);
+        }
         match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(Poll::Pending) => {
-                slot.polled(false);
-                scope.idle.fetch_add(1, Ordering::Relaxed);
+                // Counted before the poll returns: a waiter that saw the
+                // task running sees it parked before anyone can need it.
+                if this.near {
+                    this.counted = true;
+                    scope.idle.fetch_add(1, Ordering::Relaxed);
+                }
                 Poll::Pending
             }
             Ok(Poll::Ready(output)) => {
@@ -184,10 +199,6 @@ where
 
 impl<F: Future> Drop for ScopedTask<F> {
     fn drop(&mut self) {
-        // Dropped unfinished, so not being polled: it was counted idle.
-        if let Some(scope) = self.scope.as_deref() {
-            scope.idle.fetch_sub(1, Ordering::Relaxed);
-        }
         self.finish(End::Cancelled);
     }
 }

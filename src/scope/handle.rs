@@ -11,7 +11,9 @@ use std::task::{Context, Poll};
 
 use super::claim::Claim;
 use super::latch::CountLatch;
-use crate::sync::{AtomicBool, Ordering, WakerSlot};
+use super::ScopeState;
+use crate::core::context::Allowed;
+use crate::sync::WakerSlot;
 use crate::task::JoinError;
 
 /// Where a scoped task leaves its result. Its own (not the task cell's):
@@ -23,9 +25,6 @@ pub(super) struct Slot<T> {
     filled: CountLatch,
     /// An awaiting joiner.
     waker: WakerSlot,
-    /// Whether the task is being polled now: a joiner on another worker
-    /// then waits in isolation (a hint; see `ScopedJoinHandle::join`).
-    polling: AtomicBool,
 }
 
 impl<T> Slot<T> {
@@ -34,7 +33,6 @@ impl<T> Slot<T> {
             result: Mutex::new(None),
             filled: CountLatch::new(1),
             waker: WakerSlot::new(),
-            polling: AtomicBool::new(false),
         }
     }
 
@@ -49,11 +47,6 @@ impl<T> Slot<T> {
                 crate::contain::panic_message(&*panic)
             );
         }
-    }
-
-    /// Marks the start (`true`) or the end of a poll of the task.
-    pub(super) fn polled(&self, polling: bool) {
-        self.polling.store(polling, Ordering::Relaxed);
     }
 
     fn take(&self) -> Result<T, JoinError> {
@@ -79,7 +72,7 @@ pub struct ScopedJoinHandle<'scope, T> {
     slot: Arc<Slot<T>>,
     /// The task's claim and its pool's id, if the scope's waiter may run
     /// it (see `claim`): `join` on a worker of that pool runs it then.
-    claim: Option<(Arc<Claim>, usize)>,
+    claim: Option<(Arc<Claim>, usize, &'scope ScopeState)>,
     scope: PhantomData<&'scope ()>,
 }
 
@@ -92,9 +85,14 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
         }
     }
 
-    /// The handle of a claimed task of the pool `pool`.
-    pub(super) fn claimed(mut self, claim: Arc<Claim>, pool: usize) -> Self {
-        self.claim = Some((claim, pool));
+    /// The handle of a claimed task of the pool `pool`, in `scope`.
+    pub(super) fn claimed(
+        mut self,
+        claim: Arc<Claim>,
+        pool: usize,
+        scope: &'scope ScopeState,
+    ) -> Self {
+        self.claim = Some((claim, pool, scope));
         self
     }
 
@@ -107,27 +105,43 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     /// Blocks until the task ends and returns its output, or a
     /// [`JoinError`] if it panicked or was cancelled.
     ///
-    /// On a worker thread of the task's pool, in the scope's own thread:
+    /// When the task went to the pool of the worker that opened the scope,
+    /// and `join` runs on a worker of that pool:
     /// * a task that no worker started runs here first (as `join`'s second
     ///   half does), so joining from inside a task completes on a 1-thread
     ///   pool, recursively too;
-    /// * while another worker polls the task, the wait is isolated, as
-    ///   [`join`](crate::join)'s is: it runs only work of a level above the
-    ///   task's channel, never another task of its level (rayon #957);
-    /// * while the task waits (parked, or queued after a wake), the wait
-    ///   runs the pool's queued work, as [`scope`](crate::scope)'s does,
-    ///   since the task may need this worker to run it.
+    /// * while another worker polls the task and none of the scope's
+    ///   tasks is parked, the wait is isolated, as [`join`](crate::join)'s
+    ///   is: it runs the scope's tasks that no worker started, newest
+    ///   first, and work of a level above the task's channel, never
+    ///   another task of its level (rayon #957); after 100 ms with nothing
+    ///   to run, anything;
+    /// * while the task or another of the scope's is parked (or queued
+    ///   after a wake), the wait runs the pool's queued work, as
+    ///   [`scope`](crate::scope)'s does, since that task may need this
+    ///   worker to run it.
     ///
-    /// Anywhere else, the thread blocks.
+    /// Elsewhere, a worker runs its pool's queued work while it waits, and
+    /// any other thread blocks.
     pub fn join(self) -> Result<T, JoinError> {
-        if let Some((claim, pool)) = &self.claim {
+        if let Some((claim, pool, scope)) = &self.claim {
             if let Some(local) = crate::core::context::current_of(*pool) {
                 // Work first: a recursion of joins nests as deep as itself,
                 // not as deep as the queue.
                 local.run_now(claim.channel, &mut || claim.take());
                 self.slot.filled.wait_isolated(
-                    || self.slot.polling.load(Ordering::Relaxed),
-                    || local.help_once(claim.channel, None),
+                    || scope.no_task_waits(),
+                    |patient| {
+                        if scope.run_claim(&local) {
+                            return true;
+                        }
+                        let allowed = if patient {
+                            Allowed::NoJob
+                        } else {
+                            Allowed::Anything
+                        };
+                        local.help_once(claim.channel, allowed)
+                    },
                 );
             }
         }

@@ -225,7 +225,11 @@ impl CountLatch {
     /// again. `round` says whether it ran something; between rounds that
     /// ran nothing the worker parks a little (see `stack::help_until`),
     /// and the last count-down unparks it. Never unwinds, as `wait`.
-    pub(crate) fn wait_isolated(&self, isolated: impl Fn() -> bool, round: impl FnMut() -> bool) {
+    pub(crate) fn wait_isolated(
+        &self,
+        isolated: impl Fn() -> bool,
+        round: impl FnMut(bool) -> bool,
+    ) {
         self.wait_isolated_with(help::current().as_deref(), isolated, round)
     }
 
@@ -234,7 +238,7 @@ impl CountLatch {
         &self,
         help: Option<&dyn Help>,
         isolated: impl Fn() -> bool,
-        mut round: impl FnMut() -> bool,
+        mut round: impl FnMut(bool) -> bool,
     ) {
         if self.is_open() {
             return;
@@ -248,8 +252,8 @@ impl CountLatch {
         let abort = AbortOnUnwind;
         let helped = super::stack::help_until(
             || self.is_open(),
-            || match help {
-                _ if isolated() => Some(round()),
+            |patient| match help {
+                _ if isolated() => Some(round(patient)),
                 Some(help) if help.help_until(&|| self.is_open() || isolated()) => Some(true),
                 // The pool terminated, or the stack is deep: park below.
                 _ => None,

@@ -139,7 +139,7 @@ fn isolated_scope() {
     };
     world
         .latch
-        .wait_isolated_with(Some(&worker), || polled.load(Ordering::Relaxed), || false);
+        .wait_isolated_with(Some(&worker), || polled.load(Ordering::Relaxed), |_| false);
     assert_eq!(world.read_all(), 1);
 }
 
@@ -291,7 +291,7 @@ mod stack_latch {
                 })
             };
             match help_once {
-                Some(help_once) => job.latch.wait(help_once),
+                Some(help_once) => job.latch.wait(|_| help_once()),
                 None => job.latch.wait_parked(),
             }
             assert!(job.latch.is_set());

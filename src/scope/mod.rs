@@ -54,11 +54,12 @@
 //! recursion), then *helps*: it runs its pool's queued tasks (by the same
 //! schedule as the worker loop) until the latch opens, and when there is
 //! none it goes through the pool's sleep protocol like an idle worker, with
-//! "the latch is open" added to the final check before it blocks. While
-//! none of the scope's tasks waits (all being polled, or ended), the help
-//! is isolated instead (see `stack`, "Isolated waits"): a task that only
-//! runs needs nobody, and a task that waits makes the wait help again
-//! (`ScopeState::idle`, `CountLatch::wait_isolated`). Any other
+//! "the latch is open" added to the final check before it blocks. When
+//! all its work on the pool went to one channel, and while none of its
+//! tasks is parked, the help is isolated instead (see `stack`, "Isolated
+//! waits"): a parked task may need the waiter to run it once woken, and
+//! makes the wait help again (`ScopeState::idle`,
+//! `CountLatch::wait_isolated`). Any other
 //! thread parks; so does a worker whose pool terminated (after draining
 //! it), and one whose stack is mostly used by nested waits (after moving
 //! its LIFO slot's task where other workers see it).
@@ -101,6 +102,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::channel::{Channel, Exec, Rejected};
+use crate::core::context::Allowed;
 use crate::core::job::JobRef;
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 use latch::CountLatch;
@@ -129,10 +131,13 @@ struct ScopeState {
     /// the waiter's pool; `c + 1` while all of it went to channel `c`
     /// (spawned jobs, tasks); [`MANY`] once some went to another channel.
     wait_on: AtomicUsize,
-    /// The scope's tasks that wait (queued, or parked): neither being
-    /// polled nor ended. The waiter helps its pool while there is one,
-    /// since it may be the one to run it, or what it waits for (see
-    /// `wait`). A hint: a stale read costs a round of isolation or help.
+    /// The scope's tasks that wait for a worker: on the waiter's pool,
+    /// parked (from before its poll returns until it is polled again); on
+    /// another pool, until it ends (its poll may wait for the waiter's
+    /// pool). A task still in its claim is not counted: an isolated wait
+    /// runs the claims itself (`run_claim`). The waiter helps its pool
+    /// while a task waits (see `wait`). A hint: a stale read costs a round
+    /// of isolation or of help.
     idle: AtomicUsize,
 }
 
@@ -221,8 +226,23 @@ impl ScopeState {
             });
     }
 
-    /// The channel whose jobs the waiter may wait on in isolation, if the
-    /// scope's work on the waiter's pool is all jobs of one channel.
+    /// Runs the scope's newest pending claim on `local` (see `claim`), if
+    /// there is one: an isolated wait's own work.
+    fn run_claim(&self, local: &crate::core::context::WorkerLocal) -> bool {
+        let Some(claim) = lock(&self.pending).pop() else {
+            return false;
+        };
+        local.run_now(claim.channel, &mut || claim.take());
+        true
+    }
+
+    /// Whether none of the scope's tasks waits (see `idle`).
+    fn no_task_waits(&self) -> bool {
+        self.idle.load(Ordering::Relaxed) == 0
+    }
+
+    /// The channel whose work the waiter may wait on in isolation, if all
+    /// the scope's work on the waiter's pool went to one channel.
     fn isolated_channel(&self) -> Option<usize> {
         match self.wait_on.load(Ordering::Relaxed) {
             0 | MANY => None,
@@ -232,7 +252,7 @@ impl ScopeState {
 
     /// The scope's wait, after the body. On a worker of the pool where the
     /// scope's work all went to one channel, it is isolated (see `stack`,
-    /// "Isolated waits") while none of its tasks waits there: the worker
+    /// "Isolated waits") while none of its tasks waits: the worker
     /// runs the scope's jobs from its own deque, newest first, then what
     /// `help_once` allows: work of a higher level, and jobs of the scope's
     /// subtree. Otherwise it helps as any waiting worker does, since a
@@ -249,17 +269,23 @@ impl ScopeState {
         // SAFETY: `pop_job_if` and `help_once` call the filter with jobs
         // taken and not run.
         let within = |job: &JobRef| unsafe { stack::within(job.tag(), &self.node) };
-        let isolated =
-            || self.idle.load(Ordering::Relaxed) == 0 && self.isolated_channel().is_some();
-        self.latch.wait_isolated(isolated, || {
+        let isolated = || self.no_task_waits() && self.isolated_channel().is_some();
+        self.latch.wait_isolated(isolated, |patient| {
             let Some(channel) = self.isolated_channel() else {
                 return false;
             };
+            if self.run_claim(&local) {
+                return true;
+            }
             if let Some(job) = local.pop_job_if(channel, &within) {
                 local.run_job(job);
                 return true;
             }
-            local.help_once(channel, Some((self.node.tag(), &within)))
+            let allowed = match patient {
+                true => Allowed::Subtree(self.node.tag(), &within),
+                false => Allowed::Anything,
+            };
+            local.help_once(channel, allowed)
         })
     }
 
@@ -338,11 +364,14 @@ impl ScopeState {
 ///
 /// Then, if the scope's work on the waiter's pool all went to one channel
 /// (a frame of [`Scope::spawn`]ed closures, say), the wait is isolated
-/// while none of the scope's tasks waits (queued, or parked): the worker
-/// runs the scope's closures (its own newest first), closures they spawn
-/// or `join` in turn, and work of a level above that channel's, never an
-/// unrelated closure or task of its level or below (rayon's waiting thread
-/// may start one and stall its caller behind it, rayon #957).
+/// while none of the scope's tasks is parked (a task on another pool:
+/// until it ends): the worker runs the scope's tasks and closures that no
+/// worker started (newest first), closures they spawn or `join` in turn, and
+/// work of a level above that channel's, never an unrelated closure or
+/// task of its level or below (rayon's waiting thread may start one and
+/// stall its caller behind it, rayon #957). After 100 ms with nothing to
+/// run, it runs any work of its pool, as below: what it waits for may be
+/// blocked on work only this worker is free to run.
 ///
 /// Otherwise the queued tasks it runs may be any of its pool's, as in
 /// rayon (a scoped task that waits may need it), with the same hazards: the
@@ -461,17 +490,19 @@ impl<'scope> Scope<'scope, '_> {
         F::Output: Send + 'scope,
     {
         self.state.latch.add();
-        let (task, handle) = erase::ScopedTask::erase(future, self.state.clone());
+        let link = channel.link();
+        let near = link.is_some_and(|link| self.state.waiter_pool == Some(link.pool_id()));
+        let (task, handle) = erase::ScopedTask::erase(future, self.state.clone(), near);
         // A refused task is dropped here (or its shell is, taking it along),
         // which ends it: the handle reports the cancellation and the latch
         // is counted down.
-        match channel.link() {
-            Some(link) if self.state.waiter_pool == Some(link.pool_id()) => {
+        match link {
+            Some(link) if near => {
                 self.state.went_to(link.index());
                 let claim = Arc::new(claim::Claim::new(task, link.index()));
                 let _detached = channel.exec(claim::Shell::new(claim.clone()));
                 lock(&self.state.pending).push(claim.clone());
-                handle.claimed(claim, link.pool_id())
+                handle.claimed(claim, link.pool_id(), &self.state)
             }
             _ => {
                 let _detached = channel.exec(task);

@@ -64,16 +64,22 @@
 //! once when `b` is done. The owner is not one of the sleep protocol's
 //! idle workers meanwhile: no post counts on it.
 //!
-//! The price, as with oneTBB's `isolate`: a stolen `b` that blocks
-//! without helping (a plain channel receive) on a task of the owner's
-//! level waits for a worker other than the owner.
+//! Patience: a stolen `b` may block without helping (a plain channel
+//! receive, a wait on another pool, a worker deep in nested waits) on
+//! work that only the owner is free to run. So after [`PATIENCE`]
+//! longest pauses in a row (100 ms with nothing to run), the owner runs
+//! any work of its pool for the rest of the wait, as rayon's does.
+//! Isolation never deadlocks where helping would not: it delays such a
+//! wait by those 100 ms (oneTBB's `isolate` deadlocks).
 //!
-//! A scope's wait is isolated the same way when the scope's work on the
-//! waiter's pool is all spawned jobs of one channel: its node is the root
-//! (see `ScopeState::wait`). `ScopedJoinHandle::join` is isolated while
-//! another worker polls its task, and runs no job then. Not isolated: the
-//! wait of a scope that submitted tasks there, and a handle's while its
-//! task waits; a woken scoped task may need the waiter to run it.
+//! A scope's wait is isolated the same way when all the scope's work on
+//! the waiter's pool went to one channel, its node the root (see
+//! `ScopeState::wait`), and `ScopedJoinHandle::join` too (it runs no job
+//! then). Both run the scope's claimed tasks first (see `claim`), and
+//! both are isolated only while none of the scope's tasks is parked: once
+//! woken, such a task may need the waiter to run it. A task of another
+//! pool counts as parked until it ends: its poll may wait for the
+//! waiter's pool.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
@@ -81,7 +87,7 @@ use std::thread::Result as ThreadResult;
 use std::sync::Arc;
 
 use super::ScopeState;
-use crate::core::context::WorkerLocal;
+use crate::core::context::{Allowed, WorkerLocal};
 use crate::core::job::{JobRef, Tag};
 use crate::core::Shared;
 use std::time::Duration;
@@ -95,6 +101,11 @@ use crate::sync::{park, park_timeout, thread_current, Thread, UnsafeCell};
 const MIN_PAUSE: Duration = Duration::from_micros(1);
 const MAX_PAUSE: Duration = Duration::from_micros(100);
 
+/// The longest pauses in a row, each after a round that found nothing,
+/// before an isolated wait runs any work of its pool (see "Isolated
+/// waits"): at least 100 ms with nothing to run.
+const PATIENCE: u32 = 1000;
+
 /// What a stolen job's owner waits on: the owner's thread is the target
 /// (see `latch::OnceLatch`), and the thief sets it.
 pub(super) type JobLatch = OnceLatch<Thread>;
@@ -102,9 +113,13 @@ pub(super) type JobLatch = OnceLatch<Thread>;
 impl JobLatch {
     /// The owner's wait: registers, then calls `help_once` until the
     /// latch is set (see [`help_until`]).
-    pub(super) fn wait(&self, mut help_once: impl FnMut() -> bool) {
+    pub(super) fn wait(&self, mut help_once: impl FnMut(bool) -> bool) {
         if self.register(thread_current) {
-            help_until(|| self.is_set(), || Some(help_once()), "a join's caller");
+            help_until(
+                || self.is_set(),
+                |isolated| Some(help_once(isolated)),
+                "a join's caller",
+            );
         }
     }
 
@@ -122,18 +137,23 @@ impl JobLatch {
 
 /// An isolated wait's loop: calls `round` until `done()`, parking (a
 /// timed wait, doubling from [`MIN_PAUSE`] up to [`MAX_PAUSE`]) after a
-/// round that ran nothing. What unwinds out of a round (a behavior's
-/// `channel`, polled while helping) must not end the wait while others
-/// may still write what it waits for: it is logged, and the wait goes
-/// on. Returns `false` if a round said stop (`None`) before `done()`.
+/// round that ran nothing. `round(true)` runs only what isolation allows;
+/// after [`PATIENCE`] longest pauses in a row, `round(false)` may run any
+/// work of the pool, for the rest of the wait. What unwinds out of a
+/// round (a behavior's `channel`, polled while helping) must not end the
+/// wait while others may still write what it waits for: it is logged,
+/// and the wait goes on. Returns `false` if a round said stop (`None`)
+/// before `done()`.
 pub(super) fn help_until(
     done: impl Fn() -> bool,
-    mut round: impl FnMut() -> Option<bool>,
+    mut round: impl FnMut(bool) -> Option<bool>,
     waiter: &str,
 ) -> bool {
     let mut pause = MIN_PAUSE;
+    let mut longest = 0;
     while !done() {
-        match catch_unwind(AssertUnwindSafe(&mut round)) {
+        let isolated = longest < PATIENCE;
+        match catch_unwind(AssertUnwindSafe(|| round(isolated))) {
             Ok(Some(true)) => {
                 pause = MIN_PAUSE;
                 continue;
@@ -152,6 +172,9 @@ pub(super) fn help_until(
             break;
         }
         park_timeout(pause);
+        if pause == MAX_PAUSE {
+            longest += 1;
+        }
         pause = (pause * 2).min(MAX_PAUSE);
     }
     true
@@ -280,8 +303,13 @@ where
             // SAFETY: `help_once` calls the filter with jobs taken and
             // not run.
             let mine = |j: &JobRef| unsafe { within(j.tag(), &job.node) };
-            job.latch
-                .wait(|| local.help_once(channel, Some((job.node.tag(), &mine))));
+            job.latch.wait(|isolated| {
+                let allowed = match isolated {
+                    true => Allowed::Subtree(job.node.tag(), &mine),
+                    false => Allowed::Anything,
+                };
+                local.help_once(channel, allowed)
+            });
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
             let rb = job.result.with_mut(|slot| unsafe { (*slot).take() });

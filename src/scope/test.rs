@@ -33,7 +33,7 @@ fn a_finished_task_outlives_its_borrow_harmlessly() {
     let mut cx = Context::from_waker(noop_waker_ref());
     let mut task = {
         let borrowed = String::from("stack");
-        let (mut task, handle) = ScopedTask::erase(async { borrowed.len() }, state.clone());
+        let (mut task, handle) = ScopedTask::erase(async { borrowed.len() }, state.clone(), false);
         assert_eq!(task.as_mut().poll(&mut cx), Poll::Ready(()));
         assert_eq!(state.latch.count(), 1, "counted down once");
         assert_eq!(handle.join().unwrap(), 5);
@@ -49,7 +49,7 @@ fn a_finished_task_outlives_its_borrow_harmlessly() {
 fn a_dropped_task_ends_cancelled() {
     let state = state();
     let borrowed = String::from("heap");
-    let (task, handle) = ScopedTask::erase(async { borrowed.len() }, state.clone());
+    let (task, handle) = ScopedTask::erase(async { borrowed.len() }, state.clone(), false);
     assert!(!handle.is_finished());
     drop(task);
     assert!(handle.join().unwrap_err().is_cancelled());
@@ -60,7 +60,7 @@ fn a_dropped_task_ends_cancelled() {
 fn a_panic_goes_to_the_scope_and_the_handle_gets_its_message() {
     let state = state();
     let mut cx = Context::from_waker(noop_waker_ref());
-    let (mut task, handle) = ScopedTask::erase(async { panic!("inside") }, state.clone());
+    let (mut task, handle) = ScopedTask::erase(async { panic!("inside") }, state.clone(), false);
     assert_eq!(task.as_mut().poll(&mut cx), Poll::Ready(()));
     let error: crate::JoinError = handle.join().unwrap_err();
     assert!(error.is_panic() && error.to_string().contains("inside"));
