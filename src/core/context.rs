@@ -426,6 +426,17 @@ pub(crate) enum Allowed<'a> {
     Anything,
 }
 
+impl Allowed<'_> {
+    /// `self` while the wait is `patient`, else `Anything`.
+    pub(crate) fn while_patient(self, patient: bool) -> Self {
+        if patient {
+            self
+        } else {
+            Allowed::Anything
+        }
+    }
+}
+
 /// A future run on a worker's own stack: a scoped task claimed by its
 /// waiter.
 pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

@@ -17,7 +17,7 @@
 //! * the waiter, once the scope's body has returned: it pops its newest
 //!   claim and, if the pool admits a new task on that channel (as `exec`
 //!   would), takes the task and runs it at once, on its own stack, as a
-//!   fresh task of that channel (`Help::run_now`).
+//!   fresh task of that channel (`WorkerLocal::run_now`).
 //!
 //! The other party finds the claim empty: a shell completes at once, the
 //! waiter pops the next claim. A shell dropped unrun (by close, or by a
@@ -82,17 +82,13 @@ impl Claim {
 /// (or its drop) it takes the task out of the claim, if still there.
 pub(super) struct Shell {
     claim: Arc<Claim>,
-    task: Option<Erased>,
-    looked: bool,
+    /// What the first poll took out of the claim (`None`: not polled yet).
+    task: Option<Option<Erased>>,
 }
 
 impl Shell {
     pub(super) fn new(claim: Arc<Claim>) -> Shell {
-        Shell {
-            claim,
-            task: None,
-            looked: false,
-        }
+        Shell { claim, task: None }
     }
 }
 
@@ -102,11 +98,7 @@ impl Future for Shell {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // `Shell` is `Unpin`: the task is pinned in its box.
         let this = self.get_mut();
-        if !this.looked {
-            this.looked = true;
-            this.task = this.claim.take();
-        }
-        match this.task.as_mut() {
+        match this.task.get_or_insert_with(|| this.claim.take()) {
             Some(task) => task.as_mut().poll(cx),
             None => Poll::Ready(()),
         }
@@ -115,7 +107,7 @@ impl Future for Shell {
 
 impl Drop for Shell {
     fn drop(&mut self) {
-        if !self.looked {
+        if self.task.is_none() {
             // Dropped unrun: the task goes with it (its own drop ends it,
             // which counts the scope down).
             drop(self.claim.take());

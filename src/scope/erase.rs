@@ -2,7 +2,6 @@
 //! and only then counts its scope down; then boxed and its lifetime erased
 //! for the pool's `'static` task machinery.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -17,14 +16,6 @@ use crate::task::{CancelReason, JoinError};
 
 /// A scoped task, as the pool sees it.
 pub(crate) type Erased = crate::core::context::LocalTask;
-
-/// How a scoped task ended.
-enum End<T> {
-    Ready(T),
-    Panicked(Box<dyn Any + Send + 'static>),
-    /// Dropped unfinished by its pool.
-    Cancelled,
-}
 
 /// Owns the user's future and its slot until the task ends. Every field is
 /// `None` after `finish`.
@@ -97,10 +88,12 @@ where
 }
 
 impl<F: Future> ScopedTask<F> {
-    /// Ends the task, once: drops the future, fills the slot and lets go
-    /// of it, then counts the scope down. Catches the user code it runs
-    /// (drops, the joiner's waker) and hands any panic to the scope.
-    fn finish(&mut self, end: End<F::Output>) {
+    /// Ends the task, once, as `end` says: its output or its panic, or
+    /// `None` if its pool dropped it unfinished. Drops the future, fills
+    /// the slot and lets go of it, then counts the scope down. Catches the
+    /// user code it runs (drops, the joiner's waker) and hands any panic
+    /// to the scope.
+    fn finish(&mut self, end: Option<std::thread::Result<F::Output>>) {
         let Some(scope) = self.scope.take() else {
             return;
         };
@@ -112,46 +105,32 @@ impl<F: Future> ScopedTask<F> {
         // holds borrowed data, it drops after them.
         let scope = CountDownOnDrop(scope);
         let end = end; // a local now: dropped before `scope`, unlike a parameter
-        if let Some(future) = self.future.take() {
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(future))) {
-                scope.record_panic(panic);
-            }
-        }
+        scope.0.run_caught(|| drop(self.future.take()));
         let result = match end {
-            End::Ready(output) => Ok(output),
-            End::Panicked(panic) => {
+            Some(Ok(output)) => Ok(output),
+            Some(Err(panic)) => {
                 // The payload goes to the scope, which resumes it; the
                 // handle gets its message.
                 let message = format!("scoped task panicked: {}", panic_message(&*panic));
-                scope.record_panic(panic);
+                scope.0.record_panic(panic);
                 Err(JoinError::panicked(Box::new(message)))
             }
             // Dropped by the pool as it cancelled the task around it (which
             // says why), or dropped with its cell (the pool went away).
-            End::Cancelled => Err(JoinError::cancelled(
+            None => Err(JoinError::cancelled(
                 crate::task::cancel_reason().unwrap_or(CancelReason::PoolClosed),
             )),
         };
         if let Some(slot) = self.slot.take() {
             slot.fill(result);
             // The last reference if the handle is gone: drops the output.
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(slot))) {
-                scope.record_panic(panic);
-            }
+            scope.0.run_caught(|| drop(slot));
         }
     }
 }
 
 /// The scope's count for one task, given back on drop.
 struct CountDownOnDrop(Arc<ScopeState>);
-
-impl std::ops::Deref for CountDownOnDrop {
-    type Target = ScopeState;
-
-    fn deref(&self) -> &ScopeState {
-        &self.0
-    }
-}
 
 impl Drop for CountDownOnDrop {
     fn drop(&mut self) {
@@ -175,7 +154,7 @@ where
         if this.near && std::mem::take(&mut this.counted) {
             scope.idle.fetch_sub(1, Ordering::Relaxed);
         }
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        let end = match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(Poll::Pending) => {
                 // Counted before the poll returns: a waiter that saw the
                 // task running sees it parked before anyone can need it.
@@ -183,22 +162,18 @@ where
                     this.counted = true;
                     scope.idle.fetch_add(1, Ordering::Relaxed);
                 }
-                Poll::Pending
+                return Poll::Pending;
             }
-            Ok(Poll::Ready(output)) => {
-                this.finish(End::Ready(output));
-                Poll::Ready(())
-            }
-            Err(panic) => {
-                this.finish(End::Panicked(panic));
-                Poll::Ready(())
-            }
-        }
+            Ok(Poll::Ready(output)) => Ok(output),
+            Err(panic) => Err(panic),
+        };
+        this.finish(Some(end));
+        Poll::Ready(())
     }
 }
 
 impl<F: Future> Drop for ScopedTask<F> {
     fn drop(&mut self) {
-        self.finish(End::Cancelled);
+        self.finish(None);
     }
 }

@@ -4,16 +4,15 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::claim::Claim;
 use super::latch::CountLatch;
 use super::ScopeState;
 use crate::core::context::Allowed;
-use crate::sync::WakerSlot;
+use crate::sync::{lock, Mutex, WakerSlot};
 use crate::task::JoinError;
 
 /// Where a scoped task leaves its result. Its own (not the task cell's):
@@ -41,12 +40,10 @@ impl<T> Slot<T> {
     pub(super) fn fill(&self, result: Result<T, JoinError>) {
         *lock(&self.result) = Some(result);
         self.filled.count_down();
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.waker.wake())) {
-            log::error!(
-                "smartpool: a ScopedJoinHandle's waker panicked: {}",
-                crate::contain::panic_message(&*panic)
-            );
-        }
+        crate::contain::catch(
+            || self.waker.wake(),
+            |message| log::error!("smartpool: a ScopedJoinHandle's waker panicked: {message}"),
+        );
     }
 
     fn take(&self) -> Result<T, JoinError> {
@@ -54,11 +51,6 @@ impl<T> Slot<T> {
             .take()
             .expect("ScopedJoinHandle polled after it returned")
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Nothing panics under this lock: a poisoned one is consistent.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The output of a task submitted with [`Scope::exec`](crate::Scope::exec):
@@ -135,12 +127,7 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
                         if scope.run_claim(&local) {
                             return true;
                         }
-                        let allowed = if patient {
-                            Allowed::NoJob
-                        } else {
-                            Allowed::Anything
-                        };
-                        local.help_once(claim.channel, allowed)
+                        local.help_once(claim.channel, Allowed::NoJob.while_patient(patient))
                     },
                 );
             }

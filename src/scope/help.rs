@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use super::erase::Erased;
 use crate::core::context::{self, WorkerLocal};
 
 /// A worker thread's access to its own pool, for a scope waiting on it.
@@ -19,13 +18,6 @@ pub(crate) trait Help {
 
     /// Wakes this worker from any thread if it sleeps in its slot.
     fn waker(&self) -> Box<dyn Fn() + Send + Sync>;
-
-    /// Runs a claimed scoped task at once, on this thread, as a fresh task
-    /// of this worker's pool's channel `channel` (see `claim`): if the
-    /// stack has room and the pool admits a new task there, calls `take`
-    /// and runs what it returns; else does nothing (the task stays with its
-    /// shell). A count taken for an empty claim is given back.
-    fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>);
 }
 
 impl Help for WorkerLocal {
@@ -35,10 +27,6 @@ impl Help for WorkerLocal {
 
     fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
         WorkerLocal::waker(self)
-    }
-
-    fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<Erased>) {
-        WorkerLocal::run_now(self, channel, take)
     }
 }
 

@@ -109,11 +109,10 @@ where
             catch_unwind(AssertUnwindSafe(b))
         }
     };
-    match (ra.expect("the scope ran its body"), rb) {
-        (Ok(ra), Ok(rb)) => (ra, rb),
-        // `a`'s panic if both panicked, as rayon.
-        (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
-    }
+    // `a`'s panic if both panicked, as rayon.
+    let ra = ra.expect("the scope ran its body");
+    let ra = ra.unwrap_or_else(|panic| resume_unwind(panic));
+    (ra, rb.unwrap_or_else(|panic| resume_unwind(panic)))
 }
 
 /// Runs `f` on a worker of `channel`'s pool, at `channel`'s level, and

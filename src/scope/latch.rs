@@ -14,10 +14,6 @@
 //! wait); else it takes the target (the waiter cannot leave before `SET`),
 //! stores `SET`, and wakes the target it holds. `loom_model` checks it.
 
-use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
-
 use super::help::{self, Help};
 use crate::sync::{park, thread_current, AtomicU8, AtomicUsize, Ordering, Thread, UnsafeCell};
 
@@ -108,15 +104,6 @@ struct WakeTarget {
     worker: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
-impl WakeTarget {
-    fn wake(self) {
-        if let Some(wake) = self.worker {
-            wake();
-        }
-        self.thread.unpark();
-    }
-}
-
 /// Opens when its count reaches 0: the last count-down sets its latch.
 pub(crate) struct CountLatch {
     count: AtomicUsize,
@@ -167,7 +154,10 @@ impl CountLatch {
         }
         // SAFETY: the latch is live until set; the set is the last touch.
         if let Some(target) = unsafe { OnceLatch::set(std::ptr::addr_of!((*this).latch)) } {
-            target.wake();
+            if let Some(wake) = target.worker {
+                wake();
+            }
+            target.thread.unpark();
         }
     }
 
@@ -191,40 +181,25 @@ impl CountLatch {
     }
 
     /// Blocks until the latch opens, helping the pool if the caller is one
-    /// of its workers. Never unwinds: a panicking channel polled while
-    /// helping is logged and the wait goes on (pausing, so that a channel
-    /// that always panics costs little), and anything else that would
-    /// unwind aborts the process, because a scope that returned early would
-    /// leave tasks holding dangling borrows.
+    /// of its workers: [`CountLatch::wait_isolated`], never isolated.
     pub(crate) fn wait(&self) {
-        if self.is_open() {
-            return;
-        }
-        let abort = AbortOnUnwind;
-        let help = help::current();
-        let mut pause = Duration::from_millis(1);
-        while let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.wait_with(help.as_deref()))) {
-            log::error!(
-                "smartpool: a channel panicked while a worker helped during a wait: {}; \
-                 waiting on",
-                crate::contain::panic_message(&*panic)
-            );
-            if self.is_open() {
-                break;
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(100));
-        }
-        std::mem::forget(abort);
+        self.wait_isolated(|| false, |_| false);
     }
 
     /// The wait of a worker that, while `isolated()`, helps only with
     /// what `round` runs (its own jobs, work of a higher level: see
-    /// `stack`, "Isolated waits"), and otherwise helps as
-    /// [`CountLatch::wait`] does, until the latch opens or `isolated()`
-    /// again. `round` says whether it ran something; between rounds that
-    /// ran nothing the worker parks a little (see `stack::help_until`),
-    /// and the last count-down unparks it. Never unwinds, as `wait`.
+    /// `stack`, "Isolated waits"), and otherwise helps its pool (runs its
+    /// queued tasks, or sleeps in its sleep protocol), until the latch
+    /// opens or `isolated()` again. `round` says whether it ran something;
+    /// between rounds that ran nothing the worker parks a little (see
+    /// `stack::help_until`), and the last count-down unparks it. A thread
+    /// that is no worker, or a worker whose pool terminated or whose stack
+    /// is deep in nested waits, parks until the latch opens.
+    ///
+    /// Never unwinds: a panicking channel polled while helping is logged
+    /// and the wait goes on (see `stack::help_until`), and anything else
+    /// that would unwind aborts the process, because a scope that returned
+    /// early would leave tasks holding dangling borrows.
     pub(crate) fn wait_isolated(
         &self,
         isolated: impl Fn() -> bool,
@@ -243,54 +218,27 @@ impl CountLatch {
         if self.is_open() {
             return;
         }
+        let abort = AbortOnUnwind;
         // Before the state is read again: either the last count-down finds
         // the target (the thread, and the worker's slot for the helping
         // part), or the reads below see the latch open.
-        if !self.register(help) {
-            return;
-        }
-        let abort = AbortOnUnwind;
-        let helped = super::stack::help_until(
-            || self.is_open(),
-            |patient| match help {
-                _ if isolated() => Some(round(patient)),
-                Some(help) if help.help_until(&|| self.is_open() || isolated()) => Some(true),
-                // The pool terminated, or the stack is deep: park below.
-                _ => None,
-            },
-            "a scope's waiter",
-        );
-        std::mem::forget(abort);
-        if !helped {
-            self.wait();
-        }
-    }
-
-    /// The wait itself: register, then help until open; or, not a worker
-    /// (or its pool has terminated and has nothing left to run), park
-    /// until open.
-    pub(super) fn wait_with(&self, help: Option<&dyn Help>) {
-        if !self.register(help) {
-            return;
-        }
-        if let Some(help) = help {
-            if help.help_until(&|| self.is_open()) {
-                return;
+        if self.register(help) {
+            let helped = super::stack::help_until(
+                || self.is_open(),
+                |patient| match help {
+                    _ if isolated() => Some(round(patient)),
+                    Some(help) if help.help_until(&|| self.is_open() || isolated()) => Some(true),
+                    // No worker, the pool terminated, or the stack is deep.
+                    _ => None,
+                },
+                "a scope's waiter",
+            );
+            // Park keeps an unpark that came first: no wake is lost.
+            while !helped && !self.is_open() {
+                park();
             }
         }
-        // Park keeps an unpark that came first: no wake is lost.
-        while !self.is_open() {
-            park();
-        }
-    }
-}
-
-impl fmt::Debug for CountLatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CountLatch")
-            .field("count", &self.count())
-            .field("open", &self.is_open())
-            .finish_non_exhaustive()
+        std::mem::forget(abort);
     }
 }
 

@@ -11,8 +11,6 @@
 //!   count-down must carry the first's writes (the release sequence); a
 //!   nested task is added by a running one.
 
-use std::rc::Rc;
-
 use super::help::Help;
 use super::latch::CountLatch;
 use crate::sleep::{Check, Sleep};
@@ -78,10 +76,6 @@ impl Help for Worker {
             sleep.wake(0);
         })
     }
-
-    /// Not used by these models (no claims: the scopes here are not opened
-    /// on a worker); the claim is modelled below.
-    fn run_now(&self, _: usize, _: &mut dyn FnMut() -> Option<crate::core::context::LocalTask>) {}
 }
 
 /// Runs a scope of `tasks` tasks (the second, if any, submitted by the
@@ -104,14 +98,11 @@ fn scope(tasks: usize, worker: bool) {
     }
     // The body ends.
     world.latch.count_down();
-    let help = worker.then(|| {
-        Rc::new(Worker {
-            sleep: Arc::new(Sleep::new(1)),
-        })
+    let help = worker.then(|| Worker {
+        sleep: Arc::new(Sleep::new(1)),
     });
-    world
-        .latch
-        .wait_with(help.as_deref().map(|w| w as &dyn Help));
+    let help = help.as_ref().map(|w| w as &dyn Help);
+    world.latch.wait_isolated_with(help, || false, |_| false);
     assert_eq!(world.read_all(), tasks as u32);
 }
 
@@ -232,11 +223,8 @@ mod claim {
                 poll_once(task.as_mut());
             }
             pool_side.join().unwrap();
-            let (runs, drops) = (
-                counts[0].load(Ordering::SeqCst),
-                counts[1].load(Ordering::SeqCst),
-            );
-            assert_eq!(drops, 1, "dropped exactly once");
+            let runs = counts[0].load(Ordering::SeqCst);
+            assert_eq!(counts[1].load(Ordering::SeqCst), 1, "dropped exactly once");
             if shell_runs {
                 assert_eq!(runs, 1, "run exactly once");
             } else {

@@ -102,7 +102,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::channel::{Channel, Exec, Rejected};
-use crate::core::context::Allowed;
+use crate::core::context::{self, Allowed};
 use crate::core::job::JobRef;
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 use latch::CountLatch;
@@ -144,55 +144,40 @@ struct ScopeState {
 /// See `ScopeState::wait_on`.
 const MANY: usize = usize::MAX;
 
-impl fmt::Debug for ScopeState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScopeState")
-            .field("latch", &self.latch)
-            .field("waiter_pool", &self.waiter_pool)
-            .finish_non_exhaustive()
-    }
-}
-
 impl ScopeState {
+    /// The state of a scope opened on the calling thread: its latch counts
+    /// the body.
+    fn new() -> ScopeState {
+        let local = context::current();
+        ScopeState {
+            latch: CountLatch::new(1),
+            panic: Mutex::new(None),
+            waiter_pool: local.as_ref().map(|local| local.pool_id),
+            pending: Mutex::new(Vec::new()),
+            spawned_on: AtomicUsize::new(0),
+            fifo: Mutex::new(Vec::new()),
+            node: stack::Node::here(local.as_deref()),
+            wait_on: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
+        }
+    }
+
     /// The work-first part of the wait (see `claim`): on a worker, runs
     /// this scope's pending tasks, newest first, until none is left or the
     /// latch opens. Never unwinds (the wait that follows must happen): a
     /// panic here (a channel's, in a nested wait) is logged.
     fn run_own(&self) {
-        if self.waiter_pool.is_none() {
-            return;
-        }
-        let Some(help) = help::current() else {
+        let Some(local) = context::current() else {
             return;
         };
         let run = catch_unwind(AssertUnwindSafe(|| {
-            while !self.latch.is_open() {
-                let Some(claim) = lock(&self.pending).pop() else {
-                    break;
-                };
-                help.run_now(claim.channel, &mut || claim.take());
-            }
+            while !self.latch.is_open() && self.run_claim(&local) {}
         }));
         if let Err(panic) = run {
-            // The payload is dropped inside the catch (its drop is user
-            // code); a payload that escapes even that is leaked, never
-            // dropped here, where unwinding would end the scope early.
-            let logged = catch_unwind(AssertUnwindSafe(move || {
-                log::error!(
-                    "smartpool: a panic while a scope ran its own tasks: {}; waiting on",
-                    crate::contain::panic_message(&*panic)
-                );
-                drop(panic);
-            }));
-            if let Err(payload) = logged {
-                std::mem::forget(payload);
-            }
+            log_panic("a panic while a scope ran its own tasks", panic);
         }
     }
 
-    /// Keeps the first panic of a task; later ones are logged and dropped.
-    /// Never unwinds (the logger and the payload's drop are user code), so
-    /// a task's `finish` always fills its slot.
     /// On the waiter's seat: runs the jobs left on its deque of the
     /// channel the body spawned on, newest first, until the scope's count
     /// reaches 0 or the deque is empty (a job of an enclosing `join` found
@@ -201,7 +186,7 @@ impl ScopeState {
         let Some(channel) = self.spawned_on.load(Ordering::Relaxed).checked_sub(1) else {
             return;
         };
-        let Some(local) = crate::core::context::current() else {
+        let Some(local) = context::current() else {
             return;
         };
         while !self.latch.is_open() {
@@ -220,8 +205,7 @@ impl ScopeState {
             .wait_on
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| match now {
                 0 => Some(on),
-                now if now == on => None,
-                MANY => None,
+                now if now == on || now == MANY => None,
                 _ => Some(MANY),
             });
     }
@@ -259,11 +243,7 @@ impl ScopeState {
     /// scoped task queued or woken on the waiter's pool may need the
     /// waiter to run it.
     fn wait(&self) {
-        let local = match self.isolated_channel() {
-            Some(_) => crate::core::context::current(),
-            None => None,
-        };
-        let Some(local) = local else {
+        let Some(local) = self.isolated_channel().and_then(|_| context::current()) else {
             return self.latch.wait();
         };
         // SAFETY: `pop_job_if` and `help_once` call the filter with jobs
@@ -281,14 +261,21 @@ impl ScopeState {
                 local.run_job(job);
                 return true;
             }
-            let allowed = match patient {
-                true => Allowed::Subtree(self.node.tag(), &within),
-                false => Allowed::Anything,
-            };
-            local.help_once(channel, allowed)
+            let allowed = Allowed::Subtree(self.node.tag(), &within);
+            local.help_once(channel, allowed.while_patient(patient))
         })
     }
 
+    /// Runs `f`, user code; a panic in it goes to `record_panic`.
+    fn run_caught(&self, f: impl FnOnce()) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(f)) {
+            self.record_panic(panic);
+        }
+    }
+
+    /// Keeps the first panic of a task; later ones are logged and dropped.
+    /// Never unwinds (the logger and the payload's drop are user code), so
+    /// a task's `finish` always fills its slot.
     pub(super) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
         let mut first = lock(&self.panic);
         if first.is_none() {
@@ -296,13 +283,23 @@ impl ScopeState {
             return;
         }
         drop(first);
-        let _ = catch_unwind(AssertUnwindSafe(move || {
-            log::error!(
-                "smartpool: another scoped task panicked: {}",
-                crate::contain::panic_message(&*payload)
-            );
-            drop(payload);
-        }));
+        log_panic("another scoped task panicked", payload);
+    }
+}
+
+/// Logs `panic` as "smartpool: `what`: its message" and drops it, inside a
+/// catch: neither the logger nor the payload's drop (user code) may
+/// unwind out of a wait. A payload that escapes even that is leaked.
+fn log_panic(what: &str, panic: Box<dyn Any + Send + 'static>) {
+    let logged = catch_unwind(AssertUnwindSafe(move || {
+        log::error!(
+            "smartpool: {what}: {}",
+            crate::contain::panic_message(&*panic)
+        );
+        drop(panic);
+    }));
+    if let Err(payload) = logged {
+        std::mem::forget(payload);
     }
 }
 
@@ -430,19 +427,8 @@ pub fn scope<'env, F, T>(body: F) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
-    let local = crate::core::context::current();
     let scope = Scope {
-        state: Arc::new(ScopeState {
-            latch: CountLatch::new(1),
-            panic: Mutex::new(None),
-            waiter_pool: local.as_ref().map(|local| local.pool_id),
-            pending: Mutex::new(Vec::new()),
-            spawned_on: AtomicUsize::new(0),
-            fifo: Mutex::new(Vec::new()),
-            node: stack::Node::here(local.as_deref()),
-            wait_on: AtomicUsize::new(0),
-            idle: AtomicUsize::new(0),
-        }),
+        state: Arc::new(ScopeState::new()),
         scope: PhantomData,
         env: PhantomData,
     };
@@ -453,11 +439,8 @@ where
     scope.state.wait();
     // Every task has ended: the panic slot is final.
     let task_panic = lock(&scope.state.panic).take();
-    match (result, task_panic) {
-        (Err(panic), _) => resume_unwind(panic),
-        (Ok(_), Some(panic)) => resume_unwind(panic),
-        (Ok(value), None) => value,
-    }
+    let value = result.unwrap_or_else(|panic| resume_unwind(panic));
+    task_panic.map_or(value, |panic| resume_unwind(panic))
 }
 
 /// Submits tasks that may borrow from outside the [`scope`] call; given to
@@ -592,13 +575,11 @@ impl<'scope> Scope<'scope, '_> {
             // A channel of no pool: `func` runs here.
             return stack::run_here(&self.state, func);
         };
+        let local = context::current_of(link.pool_id());
         if self.state.waiter_pool == Some(link.pool_id()) {
             self.state.went_to(link.index());
-        }
-        let local = crate::core::context::current_of(link.pool_id());
-        if local.is_some() && self.state.waiter_pool == Some(link.pool_id()) {
             let on = link.index() + 1;
-            if self.state.spawned_on.load(Ordering::Relaxed) != on {
+            if local.is_some() && self.state.spawned_on.load(Ordering::Relaxed) != on {
                 self.state.spawned_on.store(on, Ordering::Relaxed);
             }
         }

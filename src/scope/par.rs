@@ -21,14 +21,6 @@ use std::ops::Range;
 use super::join::{install, join};
 use crate::channel::Channel;
 
-/// How many pieces a loop on `channel` aims for: four per worker seat of
-/// its pool (one piece if the channel belongs to no pool).
-fn pieces<C: Channel + ?Sized>(channel: &C) -> usize {
-    channel
-        .link()
-        .map_or(1, |link| 4 * link.shared.stealers.len().max(1))
-}
-
 /// Runs `body` on pieces of `range`, split in halves by `join` down to
 /// `min` items.
 fn split<C, F>(channel: &C, range: Range<usize>, min: usize, body: &F)
@@ -49,9 +41,14 @@ where
     );
 }
 
-/// The smallest piece of a loop over `len` items on `channel`.
+/// The smallest piece of a loop over `len` items on `channel`: it aims
+/// for four pieces per worker seat of its pool (one piece if the channel
+/// belongs to no pool).
 fn min_piece<C: Channel + ?Sized>(channel: &C, len: usize) -> usize {
-    (len / pieces(channel)).max(1)
+    let pieces = channel
+        .link()
+        .map_or(1, |link| 4 * link.shared.stealers.len().max(1));
+    (len / pieces).max(1)
 }
 
 /// Calls `f(i)` for every `i` in `range`, in parallel on `channel`.
@@ -71,9 +68,8 @@ where
     F: Fn(usize) + Sync,
 {
     let min = min_piece(channel, range.len());
-    split(channel, range, min, &|piece: Range<usize>| {
-        piece.for_each(&f)
-    });
+    let body = |piece: Range<usize>| piece.for_each(&f);
+    install(channel, || split(channel, range, min, &body));
 }
 
 /// Calls `f` on every item of `items`, in parallel on `channel`.
@@ -156,19 +152,10 @@ where
     U: Send,
     F: Fn(&T) -> U + Sync,
 {
-    let mut out: Vec<Option<U>> = Vec::with_capacity(items.len());
-    out.resize_with(items.len(), || None);
+    let mut out: Vec<Option<U>> = items.iter().map(|_| None).collect();
     let min = min_piece(channel, items.len());
-    split_mut(
-        channel,
-        &mut out,
-        0,
-        1,
-        min,
-        &|i, slot: &mut [Option<U>]| {
-            slot[0] = Some(f(&items[i]));
-        },
-    );
+    let fill = |i: usize, slot: &mut [Option<U>]| slot[0] = Some(f(&items[i]));
+    install(channel, || split_mut(channel, &mut out, 0, 1, min, &fill));
     out.into_iter()
         .map(|value| value.expect("every slot is filled"))
         .collect()

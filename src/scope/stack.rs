@@ -92,7 +92,7 @@ use crate::core::job::{JobRef, Tag};
 use crate::core::Shared;
 use std::time::Duration;
 
-use super::latch::OnceLatch;
+use super::latch::{CountLatch, OnceLatch};
 use crate::sync::{park, park_timeout, thread_current, Thread, UnsafeCell};
 
 /// The first and the longest park of a waiting owner that found nothing
@@ -105,6 +105,10 @@ const MAX_PAUSE: Duration = Duration::from_micros(100);
 /// before an isolated wait runs any work of its pool (see "Isolated
 /// waits"): at least 100 ms with nothing to run.
 const PATIENCE: u32 = 1000;
+
+/// The pause after a round that panicked: a channel that always panics
+/// costs little and logs at most a hundred times a second.
+const PANIC_PAUSE: Duration = Duration::from_millis(10);
 
 /// What a stolen job's owner waits on: the owner's thread is the target
 /// (see `latch::OnceLatch`), and the thief sets it.
@@ -126,10 +130,7 @@ impl JobLatch {
     /// The wait of an owner that cannot help (a thread outside the pool):
     /// parked until the thief unparks it.
     pub(super) fn wait_parked(&self) {
-        if !self.register(thread_current) {
-            return;
-        }
-        while !self.is_set() {
+        while self.register(thread_current) && !self.is_set() {
             park();
         }
     }
@@ -142,8 +143,8 @@ impl JobLatch {
 /// work of the pool, for the rest of the wait. What unwinds out of a
 /// round (a behavior's `channel`, polled while helping) must not end the
 /// wait while others may still write what it waits for: it is logged,
-/// and the wait goes on. Returns `false` if a round said stop (`None`)
-/// before `done()`.
+/// and the wait goes on after [`PANIC_PAUSE`]. Returns `false` if a round
+/// said stop (`None`) before `done()`.
 pub(super) fn help_until(
     done: impl Fn() -> bool,
     mut round: impl FnMut(bool) -> Option<bool>,
@@ -166,6 +167,7 @@ pub(super) fn help_until(
                     crate::contain::panic_message(&*panic)
                 );
                 crate::contain::drop_contained(panic, "a panic payload's drop");
+                park_timeout(PANIC_PAUSE);
             }
         }
         if done() {
@@ -258,6 +260,11 @@ where
             owner.unpark();
         }
     }
+
+    /// [`StackJob::run_stolen`], for a job whose closure has no name.
+    fn run_fn(&self) -> unsafe fn(*const ()) {
+        Self::run_stolen
+    }
 }
 
 /// `join` on `local`, a seat of the pool of channel `channel`.
@@ -284,8 +291,7 @@ where
     // SAFETY: `job` lives until this function returns, which it does only
     // once the job ran (taken back below, or its latch set); its closure
     // and result are `Send`.
-    let job_ref =
-        unsafe { JobRef::new(data, StackJob::<B, RB>::run_stolen, channel, job.node.tag()) };
+    let job_ref = unsafe { JobRef::new(data, job.run_fn(), channel, job.node.tag()) };
     local.jobs.push(shared, local.index, job_ref);
     let ra = catch_unwind(AssertUnwindSafe(a));
     let rb = match local.jobs.pop(channel) {
@@ -303,12 +309,9 @@ where
             // SAFETY: `help_once` calls the filter with jobs taken and
             // not run.
             let mine = |j: &JobRef| unsafe { within(j.tag(), &job.node) };
-            job.latch.wait(|isolated| {
-                let allowed = match isolated {
-                    true => Allowed::Subtree(job.node.tag(), &mine),
-                    false => Allowed::Anything,
-                };
-                local.help_once(channel, allowed)
+            job.latch.wait(|patient| {
+                let allowed = Allowed::Subtree(job.node.tag(), &mine);
+                local.help_once(channel, allowed.while_patient(patient))
             });
             // SAFETY: the latch is set (acquire): the thief wrote the
             // result and touches the job no more.
@@ -316,11 +319,9 @@ where
             rb.expect("a stolen job ran")
         }
     };
-    match (ra, rb) {
-        (Ok(ra), Ok(rb)) => (ra, rb),
-        // `a`'s panic if both panicked, as rayon.
-        (Err(panic), _) | (Ok(_), Err(panic)) => resume_unwind(panic),
-    }
+    // `a`'s panic if both panicked, as rayon.
+    let ra = ra.unwrap_or_else(|panic| resume_unwind(panic));
+    (ra, rb.unwrap_or_else(|panic| resume_unwind(panic)))
 }
 
 /// A closure spawned in a scope, on the heap, published as a job: the
@@ -345,22 +346,15 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     /// `data` comes from `Box::into_raw` in [`spawn_on`], and runs once.
     unsafe fn run(data: *const ()) {
         // SAFETY: by the contract.
-        let job = unsafe { Box::from_raw(data.cast_mut().cast::<HeapJob<F>>()) };
-        let HeapJob {
-            func,
-            scope,
-            shared,
-        } = *job;
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
-            // SAFETY: alive while the job's count is held (see `scope`).
-            unsafe { (*scope).record_panic(panic) };
-        }
+        let job = unsafe { *Box::from_raw(data.cast_mut().cast::<HeapJob<F>>()) };
+        // SAFETY: alive while the job's count is held (see `scope`).
+        unsafe { (*job.scope).run_caught(job.func) };
         // SAFETY: alive until this count-down opens the latch, at the
         // earliest; the count-down touches nothing after it.
-        unsafe { super::latch::CountLatch::count_down_last(std::ptr::addr_of!((*scope).latch)) };
+        unsafe { CountLatch::count_down_last(std::ptr::addr_of!((*job.scope).latch)) };
         // SAFETY: the count keeps the pool from terminating, so its shared
         // state alive, until this release.
-        unsafe { (*shared).release_counted() };
+        unsafe { (*job.shared).release_counted() };
     }
 }
 
@@ -453,9 +447,7 @@ unsafe fn run_oldest(data: *const ()) {
 
 /// Runs a spawned closure the pool refused, on the caller.
 pub(super) fn run_here<F: FnOnce()>(scope: &ScopeState, func: F) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(func)) {
-        scope.record_panic(panic);
-    }
+    scope.run_caught(func);
     scope.latch.count_down();
 }
 
@@ -497,23 +489,12 @@ where
     // SAFETY: `job` lives until this function returns, which it does only
     // once the job ran (its latch set: nobody else runs it); its closure
     // and result are `Send`.
-    let job_ref = unsafe { JobRef::new(data, run_stolen_of(&job), channel, job.node.tag()) };
+    let job_ref = unsafe { JobRef::new(data, job.run_fn(), channel, job.node.tag()) };
     crate::core::job::inject(shared, job_ref);
     job.latch.wait_parked();
     // SAFETY: the latch is set (acquire): the thief wrote the result and
     // touches the job no more.
     let result = job.result.with_mut(|slot| unsafe { (*slot).take() });
-    match result.expect("an installed job ran") {
-        Ok(value) => value,
-        Err(panic) => resume_unwind(panic),
-    }
-}
-
-/// The run function of `job`'s type.
-fn run_stolen_of<F, R>(_: &StackJob<F, R>) -> unsafe fn(*const ())
-where
-    F: FnOnce() -> R + Send,
-    R: Send,
-{
-    StackJob::<F, R>::run_stolen
+    let result = result.expect("an installed job ran");
+    result.unwrap_or_else(|panic| resume_unwind(panic))
 }

@@ -8,23 +8,14 @@ use std::task::{Context, Poll};
 use futures::task::noop_waker_ref;
 
 use super::erase::ScopedTask;
-use super::latch::CountLatch;
 use super::ScopeState;
-use crate::sync::Mutex;
 
 fn state() -> Arc<ScopeState> {
-    Arc::new(ScopeState {
-        // The body's count, plus the task's (as `Scope::exec` adds it).
-        latch: CountLatch::new(2),
-        panic: Mutex::new(None),
-        waiter_pool: None,
-        pending: Mutex::new(Vec::new()),
-        spawned_on: crate::sync::AtomicUsize::new(0),
-        fifo: Mutex::new(Vec::new()),
-        node: super::stack::Node::here(None),
-        wait_on: crate::sync::AtomicUsize::new(0),
-        idle: crate::sync::AtomicUsize::new(0),
-    })
+    // Off any worker; the body's count, plus the task's (as `Scope::exec`
+    // adds it).
+    let state = Arc::new(ScopeState::new());
+    state.latch.add();
+    state
 }
 
 #[test]
