@@ -733,6 +733,10 @@ fn a_scoped_task_on_another_pool_may_need_the_waiter() {
 /// helps at once), or a task outside the scope (the wait runs out of
 /// patience, then runs anything). `join`'s stolen half the same.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a second of patience is 10,000 timed parks: minutes under miri"
+)]
 fn a_wait_runs_what_a_blocked_task_waits_for() {
     use std::sync::mpsc::channel;
     let owned = pool(2);
@@ -791,6 +795,46 @@ fn a_wait_runs_what_a_blocked_task_waits_for() {
     });
     assert_eq!(got, 9);
     futures::executor::block_on(owned.close());
+}
+
+/// A scope whose pool terminates under it: the task its waiter can no
+/// longer start (the pool refuses it) is dropped by the drain, and the
+/// scope returns, its handle cancelled, whether the body joins it or the
+/// scope's end waits (a cold review's hang: the isolated wait never
+/// drained). On a channel that is not `complete_on_close`, close does
+/// not wait for the task that opened the scope.
+#[test]
+fn a_scope_returns_when_its_pool_terminates_under_it() {
+    use std::sync::mpsc::channel;
+    for joined in [true, false] {
+        let owned = OwnedPool::new(Flat::with(1, true, false)).unwrap();
+        let pool = owned.pool.clone();
+        let (started_tx, started) = channel();
+        let gate = common::Gate::new();
+        let body_gate = gate.clone();
+        let (result_tx, result) = channel();
+        drop(owned.pool.work.exec(run(move || {
+            let cancelled = smartpool::scope(|s| {
+                let task = s.exec(&pool.work, async { 5 });
+                started_tx.send(()).unwrap();
+                body_gate.wait();
+                joined.then(|| task.join().is_err())
+            });
+            result_tx.send(cancelled).unwrap();
+        })));
+        started.recv_timeout(FAILSAFE).expect("the body ran");
+        let close = owned.close();
+        gate.open();
+        let cancelled = result.recv_timeout(FAILSAFE).expect("the scope returned");
+        assert_eq!(cancelled, joined.then_some(true));
+        let closed = common::Gate::new();
+        let done = closed.clone();
+        std::thread::spawn(move || {
+            futures::executor::block_on(close);
+            done.open();
+        });
+        assert!(closed.wait_for(FAILSAFE), "close resolved");
+    }
 }
 
 /// `smartpool::par`: every index once, in order where it returns values,

@@ -422,17 +422,19 @@ pub(crate) enum Allowed<'a> {
     /// filter of the subtree's.
     Subtree(super::job::Tag, &'a dyn Fn(&super::job::JobRef) -> bool),
     /// Any work of the pool: the wait ran out of patience (see
-    /// `scope::stack`, "Isolated waits").
-    Anything,
+    /// `scope::stack`, "Isolated waits"). The tag of the owner's own job,
+    /// if any (`Tag::NONE`: none).
+    Anything(super::job::Tag),
 }
 
 impl Allowed<'_> {
-    /// `self` while the wait is `patient`, else `Anything`.
+    /// `self` while the wait is `patient`, else `Anything`, with the same
+    /// own job.
     pub(crate) fn while_patient(self, patient: bool) -> Self {
-        if patient {
-            self
-        } else {
-            Allowed::Anything
+        match self {
+            _ if patient => self,
+            Allowed::Subtree(own, _) | Allowed::Anything(own) => Allowed::Anything(own),
+            Allowed::NoJob => Allowed::Anything(super::job::Tag::NONE),
         }
     }
 }

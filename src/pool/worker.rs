@@ -9,7 +9,7 @@ use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::channel::Submit;
 use crate::core::context::{Allowed, LocalTask, PoolHooks, WorkerContext, WorkerLocal};
-use crate::core::job::JobRef;
+use crate::core::job::{JobRef, Tag};
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
@@ -380,9 +380,17 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let pool = &**self;
         let shared = &*pool.shared;
         if over_stack_budget(local) || shared.close.is_terminated() {
-            let Allowed::Subtree(own, _) = allowed else {
+            if shared.close.is_terminated() {
+                // As `help_until` does: the drain may drop (so end) what
+                // the wait waits for.
+                drain_terminated(pool, local);
+            }
+            let (Allowed::Subtree(own, _) | Allowed::Anything(own)) = allowed else {
                 return false;
             };
+            if own == Tag::NONE {
+                return false;
+            }
             // No helping, but `b` itself, if a waiter moved it to the
             // injector, is the owner's to run, as a pop would have found
             // it: at this frame's depth, whatever the pool's state.
@@ -400,7 +408,7 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let seat = &shared.meters.seats[local.index];
         let worker = WorkerContext::worker(shared, local);
         let top = match allowed {
-            Allowed::Anything => Some(local.floor),
+            Allowed::Anything(_) => Some(local.floor),
             _ => pool.levels.level_of(channel).checked_sub(1),
         };
         if let Some(top) = top {
@@ -420,7 +428,7 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let within = match allowed {
             Allowed::NoJob => return false,
             Allowed::Subtree(_, within) => within,
-            Allowed::Anything => &|_: &JobRef| true,
+            Allowed::Anything(_) => &|_: &JobRef| true,
         };
         match crate::core::job::steal_within(shared, local.index, channel, within) {
             Some(job) => {

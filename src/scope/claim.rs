@@ -76,6 +76,11 @@ impl Claim {
     pub(super) fn take(&self) -> Option<Erased> {
         lock(&self.task).take()
     }
+
+    /// Whether nobody took the task yet.
+    pub(super) fn is_held(&self) -> bool {
+        lock(&self.task).is_some()
+    }
 }
 
 /// The task the channel holds for a claimed scoped task: on its first poll

@@ -12,7 +12,7 @@ use super::claim::Claim;
 use super::latch::CountLatch;
 use super::ScopeState;
 use crate::core::context::Allowed;
-use crate::sync::{lock, Mutex, WakerSlot};
+use crate::sync::{lock, Mutex, Ordering, WakerSlot};
 use crate::task::JoinError;
 
 /// Where a scoped task leaves its result. Its own (not the task cell's):
@@ -106,8 +106,8 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     ///   tasks is parked, the wait is isolated, as [`join`](crate::join)'s
     ///   is: it runs the scope's tasks that no worker started, newest
     ///   first, and work of a level above the task's channel, never
-    ///   another task of its level (rayon #957); after 100 ms with nothing
-    ///   to run, anything;
+    ///   another task of its level (rayon #957); after a second in a row
+    ///   with nothing to run, anything;
     /// * while the task or another of the scope's is parked (or queued
     ///   after a wake), the wait runs the pool's queued work, as
     ///   [`scope`](crate::scope)'s does, since that task may need this
@@ -122,7 +122,7 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
                 // not as deep as the queue.
                 local.run_now(claim.channel, &mut || claim.take());
                 self.slot.filled.wait_isolated(
-                    || scope.no_task_waits(),
+                    || scope.idle.load(Ordering::Relaxed) == 0,
                     |patient| {
                         if scope.run_claim(&local) {
                             return true;

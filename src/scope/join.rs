@@ -20,9 +20,9 @@ use crate::run::run;
 ///   work of a level above `channel`'s, and the jobs that `b` spawns or
 ///   `join`s in turn, never an unrelated job or task of `channel`'s level
 ///   or a lower one (which rayon's waiting thread may start, stalling the
-///   caller behind it, rayon #957). A wait that found nothing to run for
-///   100 ms runs any work of the pool from then on: a stolen `b` may be
-///   blocked on work that only the caller is free to run.
+///   caller behind it, rayon #957). A wait that found nothing to run for a
+///   second in a row runs any work of the pool from then on: a stolen `b`
+///   may be blocked on work that only the caller is free to run.
 /// * Anywhere else (the main thread, another pool's worker), `b` is a task
 ///   of `channel`: the caller runs `a`, then blocks until a worker of
 ///   `channel`'s pool has run `b`.

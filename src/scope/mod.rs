@@ -62,7 +62,8 @@
 //! `CountLatch::wait_isolated`). Any other
 //! thread parks; so does a worker whose pool terminated (after draining
 //! it), and one whose stack is mostly used by nested waits (after moving
-//! its LIFO slot's task where other workers see it).
+//! its LIFO slot's task where other workers see it; an isolated wait
+//! leaves that to the slot's watch).
 //!
 //! # Why the waiter is always woken
 //!
@@ -135,9 +136,9 @@ struct ScopeState {
     /// parked (from before its poll returns until it is polled again); on
     /// another pool, until it ends (its poll may wait for the waiter's
     /// pool). A task still in its claim is not counted: an isolated wait
-    /// runs the claims itself (`run_claim`). The waiter helps its pool
-    /// while a task waits (see `wait`). A hint: a stale read costs a round
-    /// of isolation or of help.
+    /// runs the claims itself (`run_claim`), and one it could not run
+    /// counts for good. The waiter helps its pool while a task waits (see
+    /// `wait`). A hint: a stale read costs a round of isolation or help.
     idle: AtomicUsize,
 }
 
@@ -217,12 +218,12 @@ impl ScopeState {
             return false;
         };
         local.run_now(claim.channel, &mut || claim.take());
+        if claim.is_held() {
+            // Refused (a deep stack, a closing pool): the task is left to
+            // its shell in the queue, which only help reaches. For good.
+            self.idle.fetch_add(1, Ordering::Relaxed);
+        }
         true
-    }
-
-    /// Whether none of the scope's tasks waits (see `idle`).
-    fn no_task_waits(&self) -> bool {
-        self.idle.load(Ordering::Relaxed) == 0
     }
 
     /// The channel whose work the waiter may wait on in isolation, if all
@@ -249,7 +250,8 @@ impl ScopeState {
         // SAFETY: `pop_job_if` and `help_once` call the filter with jobs
         // taken and not run.
         let within = |job: &JobRef| unsafe { stack::within(job.tag(), &self.node) };
-        let isolated = || self.no_task_waits() && self.isolated_channel().is_some();
+        let isolated =
+            || self.idle.load(Ordering::Relaxed) == 0 && self.isolated_channel().is_some();
         self.latch.wait_isolated(isolated, |patient| {
             let Some(channel) = self.isolated_channel() else {
                 return false;
@@ -366,9 +368,9 @@ fn log_panic(what: &str, panic: Box<dyn Any + Send + 'static>) {
 /// worker started (newest first), closures they spawn or `join` in turn, and
 /// work of a level above that channel's, never an unrelated closure or
 /// task of its level or below (rayon's waiting thread may start one and
-/// stall its caller behind it, rayon #957). After 100 ms with nothing to
-/// run, it runs any work of its pool, as below: what it waits for may be
-/// blocked on work only this worker is free to run.
+/// stall its caller behind it, rayon #957). After a second in a row with
+/// nothing to run, it runs any work of its pool, as below: what it waits
+/// for may be blocked on work only this worker is free to run.
 ///
 /// Otherwise the queued tasks it runs may be any of its pool's, as in
 /// rayon (a scoped task that waits may need it), with the same hazards: the

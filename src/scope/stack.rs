@@ -67,15 +67,16 @@
 //! Patience: a stolen `b` may block without helping (a plain channel
 //! receive, a wait on another pool, a worker deep in nested waits) on
 //! work that only the owner is free to run. So after [`PATIENCE`]
-//! longest pauses in a row (100 ms with nothing to run), the owner runs
-//! any work of its pool for the rest of the wait, as rayon's does.
-//! Isolation never deadlocks where helping would not: it delays such a
-//! wait by those 100 ms (oneTBB's `isolate` deadlocks).
+//! longest pauses in a row (a second with nothing to run), the owner runs
+//! any work of its pool for the rest of the wait, as rayon's does (and
+//! still looks for `b`). Where helping would not deadlock, isolation
+//! delays such a wait by that second (oneTBB's `isolate` deadlocks). On
+//! a terminated pool a round drains the channels, as `help_until` does.
 //!
 //! A scope's wait is isolated the same way when all the scope's work on
 //! the waiter's pool went to one channel, its node the root (see
-//! `ScopeState::wait`), and `ScopedJoinHandle::join` too (it runs no job
-//! then). Both run the scope's claimed tasks first (see `claim`), and
+//! `ScopeState::wait`), and `ScopedJoinHandle::join` too (it runs none of
+//! its channel's jobs then). Both run the scope's claimed tasks first (see `claim`), and
 //! both are isolated only while none of the scope's tasks is parked: once
 //! woken, such a task may need the waiter to run it. A task of another
 //! pool counts as parked until it ends: its poll may wait for the
@@ -103,8 +104,8 @@ const MAX_PAUSE: Duration = Duration::from_micros(100);
 
 /// The longest pauses in a row, each after a round that found nothing,
 /// before an isolated wait runs any work of its pool (see "Isolated
-/// waits"): at least 100 ms with nothing to run.
-const PATIENCE: u32 = 1000;
+/// waits"): at least a second with nothing to run.
+const PATIENCE: u32 = 10_000;
 
 /// The pause after a round that panicked: a channel that always panics
 /// costs little and logs at most a hundred times a second.
@@ -157,6 +158,10 @@ pub(super) fn help_until(
         match catch_unwind(AssertUnwindSafe(|| round(isolated))) {
             Ok(Some(true)) => {
                 pause = MIN_PAUSE;
+                // In a row: what ran was work; impatience stays.
+                if isolated {
+                    longest = 0;
+                }
                 continue;
             }
             Ok(Some(false)) => {}
