@@ -256,11 +256,11 @@ impl ScopeState {
             let Some(channel) = self.isolated_channel() else {
                 return false;
             };
-            if self.run_claim(&local) {
-                return true;
-            }
             if let Some(job) = local.pop_job_if(channel, &within) {
                 local.run_job(job);
+                return true;
+            }
+            if self.run_claim(&local) {
                 return true;
             }
             let allowed = Allowed::Subtree(self.node.tag(), &within);
