@@ -403,37 +403,29 @@ fn joining_a_scoped_handle_recursively_completes_on_one_thread() {
     }
 }
 
-/// rayon #957's shape: a task waiting in `join` for its stolen second half
-/// must not start another task of its level meanwhile (rayon's waiting
-/// thread steals it, and the first task stalls behind it). smartpool's
-/// wait runs only work of a higher level and jobs of the join's channel.
-/// Here worker 1 holds the stolen half on a gate, so worker 0, waiting,
-/// is the only one free: it runs the two urgent tasks that come meanwhile,
-/// and leaves the second low task queued until its wait is over.
-#[test]
-fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
+/// rayon #957's shape, for a wait of any kind: a task waiting for its
+/// stolen child must not start another task of its level meanwhile
+/// (rayon's waiting thread steals it, and the first task stalls behind
+/// it). smartpool's wait runs only work of a higher level and its own
+/// subtree. `wait`, in a low task on worker 0, hands a low child to
+/// worker 1 (which sends on `started` and holds on `gate`) and waits for
+/// it. Worker 0, the only one free, runs the two urgent tasks that come
+/// meanwhile, and leaves a second low task queued until its wait is over.
+fn a_waiter_runs_urgent_work_only<W>(wait: W)
+where
+    W: FnOnce(&Pool<common::TwoLevels>, common::Gate, std::sync::mpsc::Sender<()>) + Send + 'static,
+{
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::mpsc::channel;
     let owned = OwnedPool::new(common::TwoLevels::new(2)).unwrap();
     let pool = owned.pool.clone();
     let gate = common::Gate::new();
     let first_done = Arc::new(AtomicBool::new(false));
     let second_started = Arc::new(AtomicBool::new(false));
-    let (b_started, b_running) = channel();
-    let (to_a, a_waits) = channel();
+    let (started, child_running) = std::sync::mpsc::channel();
     let first = {
         let (pool2, gate, done) = (pool.clone(), gate.clone(), first_done.clone());
         pool.low.exec(run(move || {
-            smartpool::join(
-                &pool2.low,
-                // `a` returns once `b` started: on the other worker.
-                move || a_waits.recv_timeout(FAILSAFE).expect("b started"),
-                move || {
-                    to_a.send(()).unwrap();
-                    b_started.send(()).unwrap();
-                    gate.wait();
-                },
-            );
+            wait(&pool2, gate, started);
             done.store(true, SeqCst);
         }))
     };
@@ -445,9 +437,9 @@ fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
         }
     }
     let _open = OpenOnDrop(gate.clone());
-    b_running
+    child_running
         .recv_timeout(FAILSAFE)
-        .expect("b was stolen and started");
+        .expect("the child was taken and started");
     let second = {
         let (started, first_done) = (second_started.clone(), first_done.clone());
         pool.low.exec(run(move || {
@@ -475,76 +467,45 @@ fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
     futures::executor::block_on(owned.close());
 }
 
-/// The same through a scoped handle: a task waiting in
-/// `ScopedJoinHandle::join` for a child that the other worker polls runs
-/// urgent work meanwhile, but no other task of its level. Here the child
-/// (submitted with `Scope::exec`) holds worker 1 on a gate.
+#[test]
+fn a_waiting_join_runs_urgent_work_but_no_other_task_of_its_level() {
+    a_waiter_runs_urgent_work_only(|pool, gate, started| {
+        let (to_a, a_waits) = std::sync::mpsc::channel();
+        smartpool::join(
+            &pool.low,
+            // `a` returns once `b` started: on the other worker.
+            move || a_waits.recv_timeout(FAILSAFE).expect("b started"),
+            move || {
+                to_a.send(()).unwrap();
+                started.send(()).unwrap();
+                gate.wait();
+            },
+        );
+    });
+}
+
+/// The same through a scoped handle: the child is a task of the scope
+/// (`Scope::exec`), joined while the other worker polls it.
 #[test]
 fn a_handle_join_runs_urgent_work_but_no_other_task_of_its_level() {
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::mpsc::channel;
-    let owned = OwnedPool::new(common::TwoLevels::new(2)).unwrap();
-    let pool = owned.pool.clone();
-    let gate = common::Gate::new();
-    let first_done = Arc::new(AtomicBool::new(false));
-    let second_started = Arc::new(AtomicBool::new(false));
-    let (child_started, child_running) = channel();
-    let (to_first, first_waits) = channel();
-    let first = {
-        let (pool2, gate, done) = (pool.clone(), gate.clone(), first_done.clone());
-        pool.low.exec(run(move || {
-            smartpool::scope(|s| {
-                let child = s.exec(
-                    &pool2.low,
-                    run(move || {
-                        to_first.send(()).unwrap();
-                        child_started.send(()).unwrap();
-                        gate.wait();
-                    }),
-                );
-                // The other worker took the child: join it while it runs.
-                first_waits
-                    .recv_timeout(FAILSAFE)
-                    .expect("the child started");
-                child.join().unwrap();
-            });
-            done.store(true, SeqCst);
-        }))
-    };
-    struct OpenOnDrop(common::Gate);
-    impl Drop for OpenOnDrop {
-        fn drop(&mut self) {
-            self.0.open();
-        }
-    }
-    let _open = OpenOnDrop(gate.clone());
-    child_running
-        .recv_timeout(FAILSAFE)
-        .expect("the child was taken and started");
-    let second = {
-        let (started, first_done) = (second_started.clone(), first_done.clone());
-        pool.low.exec(run(move || {
-            started.store(true, SeqCst);
-            first_done.load(SeqCst)
-        }))
-    };
-    for _ in 0..2 {
-        let started = second_started.clone();
-        let urgent = pool.high.exec(run(move || started.load(SeqCst)));
-        let second_ran = futures::executor::block_on(urgent).unwrap();
-        assert!(
-            !second_ran,
-            "the joining worker ran a task of its own level"
-        );
-    }
-    assert!(
-        !second_started.load(SeqCst),
-        "nobody ran the second low task"
-    );
-    gate.open();
-    futures::executor::block_on(first).unwrap();
-    futures::executor::block_on(second).unwrap();
-    futures::executor::block_on(owned.close());
+    a_waiter_runs_urgent_work_only(|pool, gate, started| {
+        let (to_first, first_waits) = std::sync::mpsc::channel();
+        smartpool::scope(|s| {
+            let child = s.exec(
+                &pool.low,
+                run(move || {
+                    to_first.send(()).unwrap();
+                    started.send(()).unwrap();
+                    gate.wait();
+                }),
+            );
+            // The other worker took the child: join it while it runs.
+            first_waits
+                .recv_timeout(FAILSAFE)
+                .expect("the child started");
+            child.join().unwrap();
+        });
+    });
 }
 
 /// Busy for `micros` microseconds (a long or a short part of a job).
@@ -583,83 +544,75 @@ fn a_long_job_waiting_on_its_half_starts_no_other_long_job() {
     futures::executor::block_on(owned.close());
 }
 
-/// The same for a scope's wait: an item (a spawned closure) that opens a
-/// scope of two short closures and waits for it must not start another
-/// item meanwhile. The frame is opened inside `install`, so its own
-/// waiter is a worker too.
-#[test]
-fn a_scope_waiting_on_its_closures_starts_no_other_long_job() {
+/// How many of `items` long items (100 frames of them, on 4 workers)
+/// started inside another: rayon #957's stall. Each item runs `inner`, a
+/// wait for two short halves, given the round. The items are scoped tasks
+/// (`tasks`) or spawned closures of one frame, opened inside `install`,
+/// so that its own waiter is a worker too.
+fn items_started_inside_items(tasks: bool, inner: impl Fn(&Pool<Flat>, usize) + Sync) -> usize {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     thread_local!(static IN_ITEM: Cell<bool> = const { Cell::new(false) });
     let owned = pool(4);
-    let work = &owned.pool.work;
-    let nested = AtomicUsize::new(0);
-    let items = if cfg!(miri) { 8 } else { 64 };
-    for _ in 0..scaled(100) {
-        smartpool::install(work, || {
-            smartpool::scope(|s| {
-                for _ in 0..items {
-                    s.spawn(work, || {
-                        if IN_ITEM.with(|inside| inside.replace(true)) {
-                            nested.fetch_add(1, Relaxed);
-                        }
-                        spin(100);
-                        smartpool::scope(|inner| {
-                            inner.spawn(work, || spin(20));
-                            inner.spawn(work, || spin(20));
-                        });
-                        IN_ITEM.with(|inside| inside.set(false));
-                    });
-                }
-            })
-        });
-    }
-    assert_eq!(nested.into_inner(), 0, "items started inside other items");
-    futures::executor::block_on(owned.close());
-}
-
-/// The same with tasks (`Scope::exec`): an item task that opens a scope of
-/// two short tasks and joins their handles must not start another item
-/// meanwhile, whether it waits in `ScopedJoinHandle::join` or in the
-/// scope's end.
-#[test]
-fn a_task_waiting_on_its_scoped_tasks_starts_no_other_long_task() {
-    use std::cell::Cell;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-    thread_local!(static IN_ITEM: Cell<bool> = const { Cell::new(false) });
-    let owned = pool(4);
-    let work = &owned.pool.work;
+    let (pool, work) = (&*owned.pool, &owned.pool.work);
     let nested = AtomicUsize::new(0);
     let items = if cfg!(miri) { 8 } else { 64 };
     for round in 0..scaled(100) {
         smartpool::install(work, || {
             smartpool::scope(|s| {
                 for _ in 0..items {
-                    s.exec(
-                        work,
-                        run(|| {
-                            if IN_ITEM.with(|inside| inside.replace(true)) {
-                                nested.fetch_add(1, Relaxed);
-                            }
-                            spin(100);
-                            smartpool::scope(|inner| {
-                                let a = inner.exec(work, run(|| spin(20)));
-                                let b = inner.exec(work, run(|| spin(20)));
-                                if round % 2 == 0 {
-                                    a.join().unwrap();
-                                    b.join().unwrap();
-                                }
-                            });
-                            IN_ITEM.with(|inside| inside.set(false));
-                        }),
-                    );
+                    let (nested, inner) = (&nested, &inner);
+                    let item = move || {
+                        if IN_ITEM.with(|inside| inside.replace(true)) {
+                            nested.fetch_add(1, Relaxed);
+                        }
+                        spin(100);
+                        inner(pool, round);
+                        IN_ITEM.with(|inside| inside.set(false));
+                    };
+                    if tasks {
+                        s.exec(work, run(item));
+                    } else {
+                        s.spawn(work, item);
+                    }
                 }
             })
         });
     }
-    assert_eq!(nested.into_inner(), 0, "items started inside other items");
     futures::executor::block_on(owned.close());
+    nested.into_inner()
+}
+
+/// The same for a scope's wait: an item (a spawned closure) that opens a
+/// scope of two short closures and waits for it must not start another
+/// item meanwhile.
+#[test]
+fn a_scope_waiting_on_its_closures_starts_no_other_long_job() {
+    let nested = items_started_inside_items(false, |pool, _| {
+        smartpool::scope(|inner| {
+            inner.spawn(&pool.work, || spin(20));
+            inner.spawn(&pool.work, || spin(20));
+        })
+    });
+    assert_eq!(nested, 0, "items started inside other items");
+}
+
+/// The same with tasks (`Scope::exec`): an item task that opens a scope of
+/// two short tasks must not start another item meanwhile, whether it waits
+/// in `ScopedJoinHandle::join` (even rounds) or in the scope's end.
+#[test]
+fn a_task_waiting_on_its_scoped_tasks_starts_no_other_long_task() {
+    let nested = items_started_inside_items(true, |pool, round| {
+        smartpool::scope(|inner| {
+            let a = inner.exec(&pool.work, run(|| spin(20)));
+            let b = inner.exec(&pool.work, run(|| spin(20)));
+            if round % 2 == 0 {
+                a.join().unwrap();
+                b.join().unwrap();
+            }
+        })
+    });
+    assert_eq!(nested, 0, "items started inside other items");
 }
 
 /// Isolation never strands what a scoped task waits for. On a 1-thread
@@ -740,42 +693,32 @@ fn a_scoped_task_on_another_pool_may_need_the_waiter() {
 fn a_wait_runs_what_a_blocked_task_waits_for() {
     use std::sync::mpsc::channel;
     let owned = pool(2);
-    // Sibling: the consumer blocks in `recv` on the other worker.
-    let got = inside(&owned, |pool| {
-        let (tx, rx) = channel();
-        let (started, consumer_started) = channel();
-        smartpool::scope(|s| {
-            let consumer = s.exec(
-                &pool.work,
-                run(move || {
-                    started.send(()).unwrap();
-                    rx.recv_timeout(FAILSAFE).expect("the producer ran")
-                }),
-            );
-            consumer_started.recv_timeout(FAILSAFE).unwrap();
-            let _producer = s.exec(&pool.work, run(move || tx.send(7).unwrap()));
-            consumer.join().unwrap()
-        })
-    });
-    assert_eq!(got, 7);
-    // Outside the scope: the task the consumer waits for is not scoped.
-    let got = inside(&owned, |pool| {
-        let (tx, rx) = channel();
-        let (started, consumer_started) = channel();
-        smartpool::scope(|s| {
-            let consumer = s.exec(
-                &pool.work,
-                run(move || {
-                    started.send(()).unwrap();
-                    rx.recv_timeout(FAILSAFE).expect("the producer ran")
-                }),
-            );
-            consumer_started.recv_timeout(FAILSAFE).unwrap();
-            drop(pool.work.exec(run(move || tx.send(8).unwrap())));
-            consumer.join().unwrap()
-        })
-    });
-    assert_eq!(got, 8);
+    // The consumer blocks in `recv` on the other worker; its producer is
+    // a sibling, then a task outside the scope.
+    for (sibling, value) in [(true, 7), (false, 8)] {
+        let got = inside(&owned, move |pool| {
+            let (tx, rx) = channel();
+            let (started, consumer_started) = channel();
+            smartpool::scope(|s| {
+                let consumer = s.exec(
+                    &pool.work,
+                    run(move || {
+                        started.send(()).unwrap();
+                        rx.recv_timeout(FAILSAFE).expect("the producer ran")
+                    }),
+                );
+                consumer_started.recv_timeout(FAILSAFE).unwrap();
+                let producer = run(move || tx.send(value).unwrap());
+                if sibling {
+                    s.exec(&pool.work, producer);
+                } else {
+                    drop(pool.work.exec(producer));
+                }
+                consumer.join().unwrap()
+            })
+        });
+        assert_eq!(got, value);
+    }
     // `join`: `b` is stolen, then blocks on a task of its level.
     let got = inside(&owned, |pool| {
         let (tx, rx) = channel();
