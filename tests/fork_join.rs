@@ -688,7 +688,7 @@ fn a_scoped_task_on_another_pool_may_need_the_waiter() {
 #[test]
 #[cfg_attr(
     miri,
-    ignore = "a second of patience is 10,000 timed parks: minutes under miri"
+    ignore = "a second of patience is about 1,100 timed parks: minutes under miri"
 )]
 fn a_wait_runs_what_a_blocked_task_waits_for() {
     use std::sync::mpsc::channel;

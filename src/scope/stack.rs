@@ -59,15 +59,15 @@
 //! moved `b` to the injector before anyone ran it, the owner finds it
 //! there and runs it (see `core::job`: even when it may not help).
 //! Between rounds that found nothing it parks, a timed wait (1 µs
-//! doubling to 100 µs), so it looks again for urgent work, for jobs of
-//! `b`'s subtree and for `b` at least that often; the thief unparks it at
-//! once when `b` is done. The owner is not one of the sleep protocol's
+//! doubling to 100 µs; to 1 ms once it found nothing for 10 ms), so it
+//! looks again for urgent work, for jobs of `b`'s subtree and for `b` at
+//! least that often; the thief unparks it at once when `b` is done. The owner is not one of the sleep protocol's
 //! idle workers meanwhile: no post counts on it.
 //!
 //! Patience: a stolen `b` may block without helping (a plain channel
 //! receive, a wait on another pool, a worker deep in nested waits) on
-//! work that only the owner is free to run. So after [`PATIENCE`]
-//! longest pauses in a row (a second with nothing to run), the owner runs
+//! work that only the owner is free to run. So after [`PATIENCE`] (a
+//! second in a row with nothing to run), the owner runs
 //! any work of its pool for the rest of the wait, as rayon's does (and
 //! still looks for `b`). Where helping would not deadlock, isolation
 //! delays such a wait by that second (oneTBB's `isolate` deadlocks). On
@@ -91,21 +91,24 @@ use super::ScopeState;
 use crate::core::context::{Allowed, WorkerLocal};
 use crate::core::job::{JobRef, Tag};
 use crate::core::Shared;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::latch::{CountLatch, OnceLatch};
 use crate::sync::{park, park_timeout, thread_current, Thread, UnsafeCell};
 
 /// The first and the longest park of a waiting owner that found nothing
 /// to run: it looks again for work it may run (a job of `b`'s channel, a
-/// task of a higher level) at least this often.
+/// task of a higher level) at least this often; after [`LONG_IDLE`] with
+/// nothing to run, at least every [`MAX_LONG_PAUSE`] (a long wait costs
+/// about 1% of a core, not 12%).
 const MIN_PAUSE: Duration = Duration::from_micros(1);
 const MAX_PAUSE: Duration = Duration::from_micros(100);
+const LONG_IDLE: Duration = Duration::from_millis(10);
+const MAX_LONG_PAUSE: Duration = Duration::from_millis(1);
 
-/// The longest pauses in a row, each after a round that found nothing,
-/// before an isolated wait runs any work of its pool (see "Isolated
-/// waits"): at least a second with nothing to run.
-const PATIENCE: u32 = 10_000;
+/// How long an isolated wait finds nothing to run, in a row, before it
+/// runs any work of its pool (see "Isolated waits").
+const PATIENCE: Duration = Duration::from_secs(1);
 
 /// The pause after a round that panicked: a channel that always panics
 /// costs little and logs at most a hundred times a second.
@@ -140,8 +143,8 @@ impl JobLatch {
 /// An isolated wait's loop: calls `round` until `done()`, parking (a
 /// timed wait, doubling from [`MIN_PAUSE`] up to [`MAX_PAUSE`]) after a
 /// round that ran nothing. `round(true)` runs only what isolation allows;
-/// after [`PATIENCE`] longest pauses in a row, `round(false)` may run any
-/// work of the pool, for the rest of the wait. What unwinds out of a
+/// after [`PATIENCE`] in a row with nothing run, `round(false)` may run
+/// any work of the pool, for the rest of the wait. What unwinds out of a
 /// round (a behavior's `channel`, polled while helping) must not end the
 /// wait while others may still write what it waits for: it is logged,
 /// and the wait goes on after [`PANIC_PAUSE`]. Returns `false` if a round
@@ -152,16 +155,15 @@ pub(super) fn help_until(
     waiter: &str,
 ) -> bool {
     let mut pause = MIN_PAUSE;
-    let mut longest = 0;
+    // Since when the rounds found nothing to run (`None`: the last ran
+    // something), and whether the wait ran out of patience (for good).
+    let mut idle_since: Option<Instant> = None;
+    let mut isolated = true;
     while !done() {
-        let isolated = longest < PATIENCE;
         match catch_unwind(AssertUnwindSafe(|| round(isolated))) {
             Ok(Some(true)) => {
                 pause = MIN_PAUSE;
-                // In a row: what ran was work; impatience stays.
-                if isolated {
-                    longest = 0;
-                }
+                idle_since = None;
                 continue;
             }
             Ok(Some(false)) => {}
@@ -179,10 +181,14 @@ pub(super) fn help_until(
             break;
         }
         park_timeout(pause);
-        if pause == MAX_PAUSE {
-            longest += 1;
-        }
-        pause = (pause * 2).min(MAX_PAUSE);
+        let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
+        isolated &= idle < PATIENCE;
+        let longest = if idle < LONG_IDLE {
+            MAX_PAUSE
+        } else {
+            MAX_LONG_PAUSE
+        };
+        pause = (pause * 2).min(longest);
     }
     true
 }
