@@ -59,9 +59,10 @@
 //! moved `b` to the injector before anyone ran it, the owner finds it
 //! there and runs it (see `core::job`: even when it may not help).
 //! Between rounds that found nothing it parks, a timed wait (1 µs
-//! doubling to 100 µs; to 1 ms once it found nothing for 10 ms), so it
-//! looks again for urgent work, for jobs of `b`'s subtree and for `b` at
-//! least that often; the thief unparks it at once when `b` is done. The owner is not one of the sleep protocol's
+//! doubling to 100 µs, then up to a tenth of the time it found nothing,
+//! at most 1 ms), so it looks again for urgent work, for jobs of `b`'s
+//! subtree and for `b` at least that often; the thief unparks it at once
+//! when `b` is done. The owner is not one of the sleep protocol's
 //! idle workers meanwhile: no post counts on it.
 //!
 //! Patience: a stolen `b` may block without helping (a plain channel
@@ -98,12 +99,11 @@ use crate::sync::{park, park_timeout, thread_current, Thread, UnsafeCell};
 
 /// The first and the longest park of a waiting owner that found nothing
 /// to run: it looks again for work it may run (a job of `b`'s channel, a
-/// task of a higher level) at least this often; after [`LONG_IDLE`] with
-/// nothing to run, at least every [`MAX_LONG_PAUSE`] (a long wait costs
-/// about 1% of a core, not 12%).
+/// task of a higher level) at least this often. Past a millisecond with
+/// nothing to run, a park may last a tenth of that time, up to
+/// [`MAX_LONG_PAUSE`]: a long wait costs about 1% of a core, not 12%.
 const MIN_PAUSE: Duration = Duration::from_micros(1);
 const MAX_PAUSE: Duration = Duration::from_micros(100);
-const LONG_IDLE: Duration = Duration::from_millis(10);
 const MAX_LONG_PAUSE: Duration = Duration::from_millis(1);
 
 /// How long an isolated wait finds nothing to run, in a row, before it
@@ -183,12 +183,7 @@ pub(super) fn help_until(
         park_timeout(pause);
         let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
         isolated &= idle < PATIENCE;
-        let longest = if idle < LONG_IDLE {
-            MAX_PAUSE
-        } else {
-            MAX_LONG_PAUSE
-        };
-        pause = (pause * 2).min(longest);
+        pause = (pause * 2).min((idle / 10).clamp(MAX_PAUSE, MAX_LONG_PAUSE));
     }
     true
 }
