@@ -211,5 +211,10 @@ fn extreme_pools_build_or_refuse_and_close() {
         Ok(())
     })
     .budget_ms(4_000);
-    assert!(built > 0 && refused > 0, "built {built}, refused {refused}");
+    // The generator covers both outcomes: about 3% of its cases build. In
+    // 4 s under valgrind it draws about 130 cases, so none builds in about
+    // one run of 70 there: the check is for native runs.
+    if !common::under_valgrind() {
+        assert!(built > 0 && refused > 0, "built {built}, refused {refused}");
+    }
 }
