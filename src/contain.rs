@@ -35,6 +35,20 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R, log: impl FnOnce(&str)) -> Option<
     }
 }
 
+/// Lets go of a caught panic: `log` gets its message, then the payload
+/// is dropped, both inside a catch, since both are user code (the logger,
+/// the payload's drop). A payload that escapes even that is leaked, never
+/// let through.
+pub(crate) fn log_panic(panic: Box<dyn Any + Send + 'static>, log: impl FnOnce(&str)) {
+    let logged = catch_unwind(AssertUnwindSafe(move || {
+        log(panic_message(&*panic));
+        drop(panic);
+    }));
+    if let Err(payload) = logged {
+        std::mem::forget(payload);
+    }
+}
+
 /// Drops `value`; a panic in its drop is logged as "smartpool: `what`
 /// panicked: message" and goes no further.
 #[inline]

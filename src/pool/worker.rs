@@ -379,12 +379,13 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
     fn help_once(&self, local: &WorkerLocal, channel: usize, allowed: Allowed<'_>) -> bool {
         let pool = &**self;
         let shared = &*pool.shared;
-        if over_stack_budget(local) || shared.close.is_terminated() {
-            if shared.close.is_terminated() {
-                // As `help_until` does: the drain may drop (so end) what
-                // the wait waits for.
-                drain_terminated(pool, local);
-            }
+        let terminated = shared.close.is_terminated();
+        if terminated {
+            // As `help_until` does: the drain may drop (so end) what the
+            // wait waits for.
+            drain_terminated(pool, local);
+        }
+        if terminated || over_stack_budget(local) {
             let (Allowed::Subtree(own, _) | Allowed::Anything(own)) = allowed else {
                 return false;
             };

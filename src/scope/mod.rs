@@ -175,7 +175,9 @@ impl ScopeState {
             while !self.latch.is_open() && self.run_claim(&local) {}
         }));
         if let Err(panic) = run {
-            log_panic("a panic while a scope ran its own tasks", panic);
+            crate::contain::log_panic(panic, |message| {
+                log::error!("smartpool: a panic while a scope ran its own tasks: {message}")
+            });
         }
     }
 
@@ -285,23 +287,9 @@ impl ScopeState {
             return;
         }
         drop(first);
-        log_panic("another scoped task panicked", payload);
-    }
-}
-
-/// Logs `panic` as "smartpool: `what`: its message" and drops it, inside a
-/// catch: neither the logger nor the payload's drop (user code) may
-/// unwind out of a wait. A payload that escapes even that is leaked.
-fn log_panic(what: &str, panic: Box<dyn Any + Send + 'static>) {
-    let logged = catch_unwind(AssertUnwindSafe(move || {
-        log::error!(
-            "smartpool: {what}: {}",
-            crate::contain::panic_message(&*panic)
-        );
-        drop(panic);
-    }));
-    if let Err(payload) = logged {
-        std::mem::forget(payload);
+        crate::contain::log_panic(payload, |message| {
+            log::error!("smartpool: another scoped task panicked: {message}")
+        });
     }
 }
 

@@ -169,11 +169,11 @@ pub(super) fn help_until(
             Ok(Some(false)) => {}
             Ok(None) => return false,
             Err(panic) => {
-                log::error!(
-                    "smartpool: a panic while {waiter} helped its pool: {}; waiting on",
-                    crate::contain::panic_message(&*panic)
-                );
-                crate::contain::drop_contained(panic, "a panic payload's drop");
+                crate::contain::log_panic(panic, |message| {
+                    log::error!(
+                        "smartpool: a panic while {waiter} helped its pool: {message}; waiting on"
+                    )
+                });
                 park_timeout(PANIC_PAUSE);
             }
         }
