@@ -43,29 +43,22 @@ use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 #[non_exhaustive]
 pub enum WorkerState {
     /// Running tasks, searching for some, or asleep.
-    Working,
+    Working = 0,
     /// Inside [`block_in_place`](crate::block_in_place) with no stand-in
     /// thread serving its place.
-    BlockedInPlace,
+    BlockedInPlace = 1,
     /// In a [`Pool::block_on`](crate::Pool::block_on) wait that cannot run
     /// tasks (its stack is too deep in nested waits).
-    WaitingWithoutHelping,
+    WaitingWithoutHelping = 2,
 }
 
 impl WorkerState {
+    /// The state a worker's code (`state as u8`) stands for.
     fn from_code(code: u8) -> WorkerState {
         match code {
             1 => WorkerState::BlockedInPlace,
             2 => WorkerState::WaitingWithoutHelping,
             _ => WorkerState::Working,
-        }
-    }
-
-    fn code(self) -> u8 {
-        match self {
-            WorkerState::Working => 0,
-            WorkerState::BlockedInPlace => 1,
-            WorkerState::WaitingWithoutHelping => 2,
         }
     }
 }
@@ -149,14 +142,14 @@ impl Blocked {
     /// Worker `index` blocks as `state`; `true` if every common worker
     /// thread is blocked now (the caller checks for queued tasks).
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> bool {
-        self.states[index].store(state.code(), Ordering::SeqCst);
+        self.states[index].store(state as u8, Ordering::SeqCst);
         self.counter(index).fetch_add(1, Ordering::SeqCst);
         self.all()
     }
 
     /// Worker `index` is working again; a later deadlock is a new episode.
     pub(crate) fn unblock(&self, index: usize) {
-        self.states[index].store(0, Ordering::SeqCst);
+        self.states[index].store(WorkerState::Working as u8, Ordering::SeqCst);
         self.counter(index).fetch_sub(1, Ordering::SeqCst);
         self.reported.store(false, Ordering::SeqCst);
     }

@@ -80,8 +80,9 @@ pub(crate) struct WorkerLocal {
     /// ends (set by the schedule's search; a nested search, in a wait that
     /// helps, restores the outer one's as it returns).
     pub(crate) slice_end: Cell<Option<Instant>>,
-    /// What the pool does for this worker (see [`PoolHooks`]).
-    hooks: Box<dyn PoolHooks + Send>,
+    /// What the pool does for this worker (see [`PoolHooks`]): set while
+    /// a thread is this worker, which is when anything asks for them.
+    hooks: Option<Box<dyn PoolHooks + Send>>,
 }
 
 impl WorkerLocal {
@@ -126,7 +127,7 @@ impl WorkerLocal {
                 reserved,
                 shared: None,
                 slice_end: Cell::new(None),
-                hooks: Box::new(NoHooks),
+                hooks: None,
             },
             stealers,
         )
@@ -136,14 +137,12 @@ impl WorkerLocal {
     /// panicked less than the back-off ago.
     #[inline]
     pub(crate) fn skips(&self, channel: usize) -> bool {
-        if !self.faulted.get() {
-            return false;
-        }
-        self.channels[channel]
-            .fault
-            .get()
-            .until
-            .is_some_and(|until| Instant::now() < until)
+        self.faulted.get()
+            && self.channels[channel]
+                .fault
+                .get()
+                .until
+                .is_some_and(|until| Instant::now() < until)
     }
 
     /// `channel`'s `pop` panicked: leave it alone for a back-off that
@@ -184,13 +183,10 @@ impl WorkerLocal {
         let now = Instant::now();
         let mut next: Option<Instant> = None;
         for fault in self.channels.iter().map(|c| &c.fault) {
-            let mut f = fault.get();
+            let f = fault.get();
             match f.until {
                 Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
-                Some(_) => {
-                    f.until = None;
-                    fault.set(f);
-                }
+                Some(_) => fault.set(Fault { until: None, ..f }),
                 None => {}
             }
         }
@@ -203,9 +199,7 @@ impl WorkerLocal {
     pub(crate) fn drain(&self, shared: &Shared) {
         drop(shared.lifo[self.index].take());
         for channel in self.channels.iter() {
-            while let Some(task) = channel.deque.pop() {
-                drop(task);
-            }
+            while channel.deque.pop().is_some() {}
         }
     }
 }
@@ -301,22 +295,18 @@ impl FairTick {
         let left = self.probe.get() - 1;
         self.probe.set(left);
         let now = Instant::now();
-        let set = match (left, self.since.get()) {
-            (0, Some(since)) => {
-                let took = now.saturating_duration_since(since).as_nanos().max(1);
-                self.set_interval(u128::from(FairTick::PROBE - 1), took);
-                true
-            }
-            _ => false,
-        };
-        self.since.set(Some(now));
-        set
+        if let (0, Some(since)) = (left, self.since.replace(Some(now))) {
+            self.set_interval(FairTick::PROBE - 1, since, now);
+            return true;
+        }
+        false
     }
 
-    /// Sets the interval that makes `runs` runs, which took `took` ns,
-    /// last about [`FairTick::TARGET`].
-    fn set_interval(&self, runs: u128, took: u128) {
-        let ideal = FairTick::TARGET.as_nanos() * runs / took;
+    /// Sets the interval that makes `runs` runs, which took from `since`
+    /// to `now`, last about [`FairTick::TARGET`].
+    fn set_interval(&self, runs: u32, since: Instant, now: Instant) {
+        let took = now.saturating_duration_since(since).as_nanos().max(1);
+        let ideal = FairTick::TARGET.as_nanos() * u128::from(runs) / took;
         let ideal = ideal.clamp(u128::from(FairTick::MIN), u128::from(FairTick::MAX));
         self.interval.set(ideal as u32);
     }
@@ -325,8 +315,7 @@ impl FairTick {
     fn retune(&self) {
         let now = Instant::now();
         if let Some(since) = self.since.replace(Some(now)) {
-            let took = now.saturating_duration_since(since).as_nanos().max(1);
-            self.set_interval(u128::from(self.interval.get()), took);
+            self.set_interval(self.interval.get(), since, now);
         }
     }
 
@@ -443,25 +432,6 @@ impl Allowed<'_> {
 /// waiter.
 pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// The hooks of a worker whose thread has not started.
-struct NoHooks;
-
-impl PoolHooks for NoHooks {
-    fn help_until(&self, _: &WorkerLocal, _: &dyn Fn() -> bool) -> bool {
-        false
-    }
-    fn waker(&self, _: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
-        Box::new(|| {})
-    }
-    fn help_once(&self, _: &WorkerLocal, _: usize, _: Allowed<'_>) -> bool {
-        false
-    }
-    fn run_now(&self, _: &WorkerLocal, _: usize, _: &mut dyn FnMut() -> Option<LocalTask>) {}
-    fn block_in_place(&self, _: &WorkerLocal, f: &mut dyn FnMut()) {
-        f()
-    }
-}
-
 impl WorkerLocal {
     /// Makes the calling thread this worker, of the pool at `pool` (which
     /// the caller keeps alive until the guard drops), served by `hooks`.
@@ -471,7 +441,7 @@ impl WorkerLocal {
         shared: std::sync::Arc<Shared>,
         hooks: Box<dyn PoolHooks + Send>,
     ) -> (Rc<WorkerLocal>, Entered) {
-        self.hooks = hooks;
+        self.hooks = Some(hooks);
         self.shared = Some(shared);
         let worker = Rc::new(self);
         let guard = crate::context::enter(pool, worker.clone());
@@ -487,7 +457,7 @@ impl WorkerLocal {
         let Ok(mut local) = Rc::try_unwrap(worker) else {
             unreachable!("a worker is shared only for calls on its thread, which returned")
         };
-        local.hooks = Box::new(NoHooks);
+        local.hooks = None;
         local.shared = None;
         local.slice_end.set(None);
         local.idle.set(false);
@@ -514,13 +484,11 @@ impl WorkerLocal {
         if !self.holding.replace(false) {
             return false;
         }
-        match self.stolen.take() {
-            Some(job) => {
-                self.run_job(job);
-                true
-            }
-            None => false,
-        }
+        let Some(job) = self.stolen.take() else {
+            return false;
+        };
+        self.run_job(job);
+        true
     }
 
     /// Runs `job` on this worker: `should_yield` inside it answers for the
@@ -567,33 +535,39 @@ impl WorkerLocal {
         self.job_tag.get()
     }
 
+    /// The pool's hooks: a worker is asked for them only while a thread
+    /// is it (reached through the thread's context, or held by it).
+    fn hooks(&self) -> &dyn PoolHooks {
+        self.hooks
+            .as_deref()
+            .expect("a worker has hooks while a thread is it")
+    }
+
     /// As [`PoolHooks::help_until`].
     pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
-        self.hooks.help_until(self, done)
+        self.hooks().help_until(self, done)
     }
 
     /// As [`PoolHooks::help_once`].
     pub(crate) fn help_once(&self, channel: usize, allowed: Allowed<'_>) -> bool {
-        self.hooks.help_once(self, channel, allowed)
+        self.hooks().help_once(self, channel, allowed)
     }
 
     /// As [`PoolHooks::waker`].
     pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
-        self.hooks.waker(self)
+        self.hooks().waker(self)
     }
 
     /// As [`PoolHooks::block_in_place`].
     pub(crate) fn block_in_place(&self, f: &mut dyn FnMut()) {
-        self.hooks.block_in_place(self, f)
+        self.hooks().block_in_place(self, f)
     }
 
     /// As [`PoolHooks::run_now`].
     pub(crate) fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<LocalTask>) {
-        self.hooks.run_now(self, channel, take)
+        self.hooks().run_now(self, channel, take)
     }
-}
 
-impl WorkerLocal {
     /// Whether a task of channel `channel` running on this worker should
     /// yield now (see `crate::should_yield`): a task of the channels its
     /// level gives way to waits (a status bit; a hint), and, under
@@ -605,8 +579,7 @@ impl WorkerLocal {
         let Some(shared) = self.shared.as_deref() else {
             return false;
         };
-        let waiting = shared.status.any_in_set(&shared.yield_masks[channel]);
-        if !waiting {
+        if !shared.status.any_in_set(&shared.yield_masks[channel]) {
             return false;
         }
         if !shared.round_robin {
@@ -803,10 +776,9 @@ impl<'a> WorkerContext<'a> {
 
     /// The worker stole from another worker's queue (for its counts).
     pub(crate) fn stole(&self) {
-        if let Some(local) = self.local() {
-            if let Some(seat) = self.shared().meters.seats.get(local.index) {
-                seat.steals.add(1);
-            }
+        let seats = &self.shared.meters.seats;
+        if let Some(seat) = self.local.and_then(|l| seats.get(l.index)) {
+            seat.steals.add(1);
         }
     }
 

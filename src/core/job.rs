@@ -35,7 +35,6 @@
 //! does not terminate before a seat ran it.
 
 use std::cell::OnceCell;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -56,6 +55,7 @@ impl Tag {
 }
 
 /// A type-erased pointer to a job and the function that runs it.
+#[derive(Debug)]
 pub(crate) struct JobRef {
     data: *const (),
     run: unsafe fn(*const ()),
@@ -108,14 +108,6 @@ impl JobRef {
     pub(crate) fn run(self) {
         // SAFETY: `new`'s contract; `self` is consumed, so it runs once.
         unsafe { (self.run)(self.data) }
-    }
-}
-
-impl fmt::Debug for JobRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobRef")
-            .field("channel", &self.channel)
-            .finish_non_exhaustive()
     }
 }
 

@@ -155,15 +155,11 @@ pub(crate) struct ChannelCounts {
     pub(crate) panicked: Counter,
     /// Tasks dropped as aborted by the worker that took them from it.
     pub(crate) aborted: Counter,
-}
-
-/// A seat's sampled queue waits for one channel.
-#[repr(align(128))]
-#[derive(Default, Debug)]
-pub(crate) struct Waits {
-    pub(crate) buckets: [Counter; BUCKETS],
-    /// The longest, in µs.
-    pub(crate) max: Counter,
+    /// The sampled queue waits of the tasks started from it, per bucket
+    /// (see [`BUCKETS`]), and the longest, in µs: a seat's block only
+    /// (see [`SeatMeters::waited`]).
+    pub(crate) waits: [Counter; BUCKETS],
+    pub(crate) max_wait: Counter,
 }
 
 /// Per channel, one block's counts.
@@ -192,8 +188,6 @@ pub(crate) struct Lined<T>(pub(crate) T);
 #[derive(Debug)]
 pub(crate) struct SeatMeters {
     pub(crate) channels: Block,
-    /// Per channel: the sampled queue waits of tasks this seat started.
-    pub(crate) waits: Box<[Waits]>,
     /// Per level: nanoseconds spent running its tasks, up to `since`.
     /// (A block of its own, made with every other seat's on the thread that
     /// builds the pool: padded, so that an allocator packing small blocks of
@@ -222,17 +216,6 @@ pub(crate) struct Running {
 }
 
 impl SeatMeters {
-    /// The seat took a task out of channel `channel` to run it (its
-    /// level looked up only when the channel changes, the clock read only
-    /// when the level does).
-    #[inline(always)]
-    fn took(&self, meters: &Meters, channel: usize) {
-        if let Some(counts) = self.channels.get(channel) {
-            counts.taken.add(1);
-        }
-        self.running(meters, channel);
-    }
-
     /// The seat runs a task of channel `channel`.
     #[inline(always)]
     fn running(&self, meters: &Meters, channel: usize) {
@@ -319,9 +302,9 @@ impl SeatMeters {
     pub(crate) fn waited(&self, epoch: Instant, channel: usize, stamp: u32) {
         let waited = u64::from(micros(epoch).wrapping_sub(stamp) & !STAMP);
         let bucket = (64 - waited.leading_zeros() as usize).min(BUCKETS - 1);
-        if let Some(waits) = self.waits.get(channel) {
-            waits.buckets[bucket].add(1);
-            waits.max.raise(waited);
+        if let Some(counts) = self.channels.get(channel) {
+            counts.waits[bucket].add(1);
+            counts.max_wait.raise(waited);
         }
     }
 }
@@ -395,7 +378,6 @@ impl Meters {
             seats: (0..seats)
                 .map(|_| SeatMeters {
                     channels: block(channels),
-                    waits: (0..channels).map(|_| Waits::default()).collect(),
                     busy: (0..levels).map(|_| Lined(Counter::default())).collect(),
                     steals: Counter::default(),
                     inline: Counter::default(),
@@ -415,11 +397,16 @@ impl Meters {
     }
 
     /// Seat `seat` (the caller's) took a task out of channel `channel` to
-    /// run it: counts it, and records the seat's activity and busy time.
+    /// run it: counts it, and records the seat's activity and busy time
+    /// (its level looked up only when the channel changes, the clock read
+    /// only when the level does).
     #[inline(always)]
     pub(crate) fn took(&self, seat: usize, channel: usize) {
         if let (true, Some(seat)) = (ENABLED, self.seats.get(seat)) {
-            seat.took(self, channel);
+            if let Some(counts) = seat.channels.get(channel) {
+                counts.taken.add(1);
+            }
+            seat.running(self, channel);
         }
     }
 
@@ -527,11 +514,10 @@ impl Meters {
         if !ENABLED {
             return;
         }
-        if let (true, Some(count)) = (cancelled, self.cancelled.get(channel)) {
-            count.fetch_add(1, Ordering::Relaxed);
-        }
-        if let (true, Some(count)) = (queued, self.dropped.get(channel)) {
-            count.fetch_add(1, Ordering::Relaxed);
+        for (yes, counts) in [(cancelled, &self.cancelled), (queued, &self.dropped)] {
+            if let (true, Some(count)) = (yes, counts.get(channel)) {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -560,13 +546,6 @@ impl Meters {
         for (_, block) in outside.blocks.iter() {
             sum.add(&block[channel]);
         }
-        for seat in self.seats.iter() {
-            let waits = &seat.waits[channel];
-            for (into, from) in sum.waits.iter_mut().zip(waits.buckets.iter()) {
-                *into += from.get();
-            }
-            sum.max_wait = sum.max_wait.max(waits.max.get());
-        }
         sum
     }
 
@@ -576,14 +555,8 @@ impl Meters {
         self.seats
             .iter()
             .map(|seat| {
-                let running = match seat.running_now() {
-                    Some(Running {
-                        level: Some(at),
-                        since,
-                        ..
-                    }) if at == level => now.saturating_sub(since),
-                    _ => 0,
-                };
+                let running = seat.running_now().filter(|r| r.level == Some(level));
+                let running = running.map_or(0, |r| now.saturating_sub(r.since));
                 seat.busy.get(level).map_or(0, |busy| busy.0.get()) + running
             })
             .sum()
@@ -618,6 +591,10 @@ impl ChannelSum {
         self.completed += counts.completed.get();
         self.panicked += counts.panicked.get();
         self.aborted += counts.aborted.get();
+        for (into, from) in self.waits.iter_mut().zip(counts.waits.iter()) {
+            *into += from.get();
+        }
+        self.max_wait = self.max_wait.max(counts.max_wait.get());
     }
 }
 

@@ -148,17 +148,13 @@ impl Parked {
     /// Close's sweep (see the module doc): drops the parked tasks that are
     /// not counted.
     pub(crate) fn sweep(&self) {
-        self.mode.0.fetch_or(SWEEPING, Ordering::SeqCst);
-        self.close_wake_all();
+        self.close_wake_all(SWEEPING);
     }
 
     /// Close's deadline passed: the sweep again, dropping every parked
     /// task, counted ones too (see the module doc's "Deadline").
     pub(crate) fn abandon(&self) {
-        self.mode
-            .0
-            .fetch_or(SWEEPING | ABANDONING, Ordering::SeqCst);
-        self.close_wake_all();
+        self.close_wake_all(SWEEPING | ABANDONING);
     }
 
     /// How many counted tasks were dropped because close's deadline
@@ -167,11 +163,13 @@ impl Parked {
         self.abandoned.load(Ordering::Relaxed)
     }
 
-    /// Close-wakes every registered task still alive: a snapshot of each
-    /// shard taken under its lock (the entries stay: a later sweep, at the
-    /// deadline, finds them again), then the close-wakes outside it, since
-    /// they run user code, which may free registered tasks.
-    fn close_wake_all(&self) {
+    /// Sets `mode`, then close-wakes every registered task still alive: a
+    /// snapshot of each shard taken under its lock (the entries stay: a
+    /// later sweep, at the deadline, finds them again), then the
+    /// close-wakes outside it, since they run user code, which may free
+    /// registered tasks.
+    fn close_wake_all(&self, mode: u8) {
+        self.mode.0.fetch_or(mode, Ordering::SeqCst);
         for shard in self.shards.iter() {
             let live: Vec<_> = lock(shard)
                 .slots
@@ -212,11 +210,9 @@ impl ParkedRegistry for Parked {
     fn unregister(&self, key: usize, slot: u32) {
         let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
         let entry = shard.slots.get_mut(slot as usize);
-        if let Some(entry) = entry {
-            if entry.as_ref().is_some_and(|task| task.key() == key) {
-                *entry = None;
-                shard.free.push(slot);
-            }
+        if let Some(entry) = entry.filter(|e| e.as_ref().is_some_and(|task| task.key() == key)) {
+            *entry = None;
+            shard.free.push(slot);
         }
     }
 

@@ -79,18 +79,13 @@ impl Seats {
     /// (if given) to wake when one is given back.
     pub(crate) fn claim(&self, waker: Option<&Waker>) -> Option<WorkerLocal> {
         let mut inner = lock(&self.inner);
-        let lowest = (0..inner.free.len()).min_by_key(|&i| inner.free[i].index);
-        match lowest {
-            Some(i) => Some(inner.free.swap_remove(i)),
-            None => {
-                if let Some(waker) = waker {
-                    if !inner.waiting.iter().any(|w| w.will_wake(waker)) {
-                        inner.waiting.push(waker.clone());
-                    }
-                }
-                None
-            }
+        if let Some(i) = (0..inner.free.len()).min_by_key(|&i| inner.free[i].index) {
+            return Some(inner.free.swap_remove(i));
         }
+        if let Some(waker) = waker.filter(|new| !inner.waiting.iter().any(|w| w.will_wake(new))) {
+            inner.waiting.push(waker.clone());
+        }
+        None
     }
 
     /// Takes a free seat as [`Seats::claim`]; if none is free but some
@@ -124,43 +119,34 @@ impl Seats {
     /// and wakes those who waited for one. `retired`: the thread had been
     /// told to ([`Seats::retiring`]).
     pub(crate) fn release(&self, seat: WorkerLocal, retired: bool) {
-        let waiting = {
-            let mut inner = lock(&self.inner);
-            inner.free.push(seat);
-            if retired {
-                inner.retiring -= 1;
-            }
-            std::mem::take(&mut inner.waiting)
-        };
-        for waker in waiting {
-            waker.wake();
+        let mut inner = lock(&self.inner);
+        inner.free.push(seat);
+        if retired {
+            inner.retiring -= 1;
         }
+        let waiting = std::mem::take(&mut inner.waiting);
+        drop(inner);
+        waiting.into_iter().for_each(Waker::wake);
     }
 
     /// Wakes those who wait for a seat (the pool terminated: a close
     /// waiting for the seat no longer needs it).
     pub(crate) fn wake_waiting(&self) {
         let waiting = std::mem::take(&mut lock(&self.inner).waiting);
-        for waker in waiting {
-            waker.wake();
-        }
+        waiting.into_iter().for_each(Waker::wake);
     }
 
     /// Whether every guest seat is free: no thread drives the pool or
     /// stands in for a worker.
     pub(crate) fn all_free(&self) -> bool {
-        self.free() == self.total
-    }
-
-    /// How many guest seats are free now.
-    pub(crate) fn free(&self) -> usize {
-        lock(&self.inner).free.len()
+        lock(&self.inner).free.len() == self.total
     }
 }
 
 impl fmt::Debug for Seats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Seats").field("free", &self.free()).finish()
+        let free = lock(&self.inner).free.len();
+        f.debug_struct("Seats").field("free", &free).finish()
     }
 }
 

@@ -131,7 +131,7 @@ impl Bell {
     }
 
     #[cold]
-    pub(crate) fn ring_now(&self) {
+    fn ring_now(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.1 = true;
         self.wake.notify_all();
@@ -275,14 +275,14 @@ impl Shared {
         // domains are all blocked too (without reservations: any), and
         // that hold a task (a bit may be stale).
         let holds = self.channel_holds.get();
-        let queued: Vec<String> = (0..self.channels.len())
-            .filter(|&index| {
-                let c = &self.channels[index];
+        let channels = self.channels.iter().enumerate();
+        let queued: Vec<String> = channels
+            .filter(|&(index, c)| {
                 self.status.is_set(c.bit)
                     && c.wakes().iter().all(|&d| self.blocked.domain_all(d))
                     && holds.is_none_or(|holds| holds(index))
             })
-            .map(|index| self.channels[index].name.to_string())
+            .map(|(_, c)| c.name.to_string())
             .collect();
         if queued.is_empty() {
             return;
@@ -304,20 +304,12 @@ impl Shared {
     /// task made for it must take ([`Admitted::hand_to`]).
     pub(crate) fn admit(&self, index: usize) -> Result<Option<Admitted<'_>>, Closed> {
         if !self.channels[index].complete_on_close {
-            return if self.close.is_open() {
-                Ok(None)
-            } else {
-                Err(Closed)
-            };
+            return self.close.is_open().then_some(None).ok_or(Closed);
         }
+        // The count is made either way; refused, it drops at once, which
+        // gives it back (and may terminate).
         let open = self.close.admit();
-        let count = Admitted(self);
-        // Refused: dropping the count gives it back (which may terminate).
-        if open {
-            Ok(Some(count))
-        } else {
-            Err(Closed)
-        }
+        open.then_some(Some(Admitted(self))).ok_or(Closed)
     }
 
     /// Whether any worker has a task in its LIFO slot.
@@ -372,6 +364,7 @@ pub(crate) struct Closed;
 /// admission, a claimed scoped task already gone) gives itself back when
 /// dropped. So every count is given back exactly once.
 #[must_use = "a count nobody takes is given back at once"]
+#[derive(Debug)]
 pub(crate) struct Admitted<'a>(&'a Shared);
 
 impl Admitted<'_> {
@@ -386,12 +379,6 @@ impl Admitted<'_> {
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
         self.0.release_counted();
-    }
-}
-
-impl fmt::Debug for Admitted<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Admitted")
     }
 }
 

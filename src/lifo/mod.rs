@@ -186,12 +186,9 @@ impl LifoSlot {
     /// at its limit (the streak then restarts).
     pub(crate) fn extend_streak(&self) -> bool {
         let streak = self.streak.get();
-        if streak >= MAX_STREAK {
-            self.streak.set(0);
-            return false;
-        }
-        self.streak.set(streak + 1);
-        true
+        let extended = streak < MAX_STREAK;
+        self.streak.set(if extended { streak + 1 } else { 0 });
+        extended
     }
 
     /// A task came from a channel: the streak ends.
@@ -202,23 +199,20 @@ impl LifoSlot {
     /// Runs `f` (the slot task's move to its channel) with the slot and the
     /// worker's local queues closed to submissions.
     pub(crate) fn flushing_during<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.with_access(Access::Flushing, f)
+        let _restore = crate::sync::Restore::set(&self.access, Access::Flushing);
+        f()
     }
 
     /// Runs `f` (the slot task's move behind its channel's work, at the
     /// fairness tick's turn or the end of a streak) with the slot closed
     /// to submissions.
     pub(crate) fn closed_during<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.with_access(Access::Closed, f)
+        let _restore = crate::sync::Restore::set(&self.access, Access::Closed);
+        f()
     }
 
     /// Whether submissions must skip the worker's local queues now.
     pub(crate) fn is_flushing(&self) -> bool {
         self.access.get() == Access::Flushing
-    }
-
-    fn with_access<T>(&self, access: Access, f: impl FnOnce() -> T) -> T {
-        let _restore = crate::sync::Restore::set(&self.access, access);
-        f()
     }
 }

@@ -171,41 +171,27 @@ impl Watch {
         let n = slots.len();
         for k in 0..count.min(n) {
             let worker = (start + k) % n;
-            let (slot, memory) = (&slots[worker], &self.memory[worker]);
             if worker == me {
                 continue;
             }
-            let look = slot.look();
-            if !look.is_full() && look.word() == memory.quiet.load(Ordering::Relaxed) {
+            let (look, entry) = (slots[worker].look(), &self.memory[worker]);
+            if !look.is_full() && look.word() == entry.quiet.load(Ordering::Relaxed) {
                 // Unchanged since judged quiet (the fast path of `judge`).
                 continue;
             }
-            let entry = memory;
             let (slot_verdict, recent) = match entry.memory.try_lock() {
-                Ok(mut memory) => match Self::judge(&mut memory, look, now) {
-                    Judged::Steal => return Verdict::Steal(worker, look),
-                    Judged::Slot(verdict, recent) => {
-                        let quiet = !look.is_full() && !recent;
-                        let word = if quiet {
-                            look.word()
-                        } else {
-                            Seen::NEVER_EMPTY
-                        };
-                        entry.quiet.store(word, Ordering::Relaxed);
-                        (verdict, recent)
-                    }
-                },
+                Ok(mut memory) => entry.judge(&mut memory, worker, look, now),
                 // A poisoned entry still holds a valid (if odd) memory.
                 Err(TryLockError::Poisoned(poisoned)) => {
-                    match Self::judge(&mut poisoned.into_inner(), look, now) {
-                        Judged::Steal => return Verdict::Steal(worker, look),
-                        Judged::Slot(verdict, recent) => (verdict, recent),
-                    }
+                    entry.judge(&mut poisoned.into_inner(), worker, look, now)
                 }
                 // Another idle worker is looking: conclude without memory.
                 Err(TryLockError::WouldBlock) if look.is_full() => (Verdict::Young, true),
                 Err(TryLockError::WouldBlock) => (Verdict::Quiet, true),
             };
+            if let Verdict::Steal(..) = slot_verdict {
+                return slot_verdict;
+            }
             verdict = match (verdict, slot_verdict) {
                 (Verdict::Young, _) | (_, Verdict::Young) => Verdict::Young,
                 _ if recent || look.is_full() => Verdict::Moving,
@@ -214,13 +200,22 @@ impl Watch {
         }
         verdict
     }
+}
 
-    /// One slot's verdict from a fresh look, updating its memory: `Steal`,
-    /// or the slot's verdict and whether it was seen cycling lately.
-    fn judge(memory: &mut Memory, look: Seen, now: Instant) -> Judged {
+impl Entry {
+    /// Worker `worker`'s slot's verdict from a fresh look, updating its
+    /// memory (`memory`, locked) and its quiet word: `Steal`, or the
+    /// slot's verdict and whether it was seen cycling lately.
+    fn judge(
+        &self,
+        memory: &mut Memory,
+        worker: usize,
+        look: Seen,
+        now: Instant,
+    ) -> (Verdict, bool) {
         let slot_verdict = if look == memory.seen {
             if look.is_full() && now.duration_since(memory.since) >= STEAL_DELAY {
-                return Judged::Steal;
+                return (Verdict::Steal(worker, look), false);
             }
             if look.is_full() {
                 Verdict::Young
@@ -251,15 +246,15 @@ impl Watch {
         let recent = memory
             .filled
             .is_some_and(|at| now.duration_since(at) < QUIET);
-        Judged::Slot(slot_verdict, recent)
+        let quiet = !look.is_full() && !recent;
+        let word = if quiet {
+            look.word()
+        } else {
+            Seen::NEVER_EMPTY
+        };
+        self.quiet.store(word, Ordering::Relaxed);
+        (slot_verdict, recent)
     }
-}
-
-/// What [`Watch::judge`] concluded about one slot.
-enum Judged {
-    Steal,
-    /// The slot's verdict, and whether it was seen cycling within [`QUIET`].
-    Slot(Verdict, bool),
 }
 
 #[cfg(all(test, not(loom)))]

@@ -67,14 +67,10 @@ impl Counters {
 }
 
 /// The atomic word.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct AtomicCounters(AtomicU64);
 
 impl AtomicCounters {
-    pub(crate) fn new() -> AtomicCounters {
-        AtomicCounters(AtomicU64::new(0))
-    }
-
     #[inline]
     pub(crate) fn load(&self) -> Counters {
         Counters(self.0.load(Ordering::SeqCst))
@@ -101,29 +97,28 @@ impl AtomicCounters {
     /// counters as they are after the call.
     #[inline]
     pub(crate) fn announce_job(&self) -> Counters {
-        let odd = |c: u64| {
-            Counters(c)
-                .jobs_event()
-                .is_sleepy()
-                .then(|| c.wrapping_add(ONE_JEC))
-        };
-        match self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, odd) {
-            Ok(old) => Counters(old.wrapping_add(ONE_JEC)),
-            Err(now) => Counters(now),
-        }
+        self.step_jec_from(true)
     }
 
     /// A worker gets sleepy: an odd JEC becomes even. Returns the value the
     /// worker must find unchanged when it falls asleep.
     pub(crate) fn get_sleepy(&self) -> JobsEvent {
-        let even =
-            |c: u64| (!Counters(c).jobs_event().is_sleepy()).then(|| c.wrapping_add(ONE_JEC));
+        self.step_jec_from(false).jobs_event()
+    }
+
+    /// Steps the JEC by one if it is even (`sleepy`) or odd (not); returns
+    /// the counters as they are after the call.
+    #[inline]
+    fn step_jec_from(&self, sleepy: bool) -> Counters {
+        let step = |c: u64| {
+            (Counters(c).jobs_event().is_sleepy() == sleepy).then(|| c.wrapping_add(ONE_JEC))
+        };
         match self
             .0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, even)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, step)
         {
-            Ok(old) => Counters(old.wrapping_add(ONE_JEC)).jobs_event(),
-            Err(now) => Counters(now).jobs_event(),
+            Ok(old) => Counters(old.wrapping_add(ONE_JEC)),
+            Err(now) => Counters(now),
         }
     }
 

@@ -184,8 +184,9 @@ impl Check {
 }
 
 /// Where a worker waits on its condvar, if it does.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 enum Park {
+    #[default]
     Awake,
     /// Counted asleep; a waker sets it `Awake` and uncounts it.
     Asleep,
@@ -204,7 +205,7 @@ struct Posted {
 }
 
 /// One worker's parking slot.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Slot {
     park: Mutex<Park>,
     condvar: Condvar,
@@ -217,21 +218,12 @@ struct Slot {
 /// The counters of one domain (see the module doc). Every post
 /// read-modify-writes them: on a cache line of their own (two, against the
 /// adjacent-line prefetcher), shared with nothing else.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 #[repr(align(128))]
 struct Domain {
     counters: AtomicCounters,
     /// Workers watching (see the module doc): posters poke one of them.
     watching: AtomicUsize,
-}
-
-impl Domain {
-    fn new() -> Domain {
-        Domain {
-            counters: AtomicCounters::new(),
-            watching: AtomicUsize::new(0),
-        }
-    }
 }
 
 /// The sleep state of a whole pool.
@@ -292,16 +284,10 @@ impl Sleep {
         assert!(workers <= MAX_WORKERS, "config validation bounds workers");
         let reserved = domain_of.iter().max().copied().unwrap_or(0);
         Sleep {
-            common: Domain::new(),
-            reserved: (0..reserved).map(|_| Domain::new()).collect(),
+            common: Domain::default(),
+            reserved: (0..reserved).map(|_| Domain::default()).collect(),
             domain_of: domain_of.into(),
-            slots: (0..workers)
-                .map(|_| Slot {
-                    park: Mutex::new(Park::Awake),
-                    condvar: Condvar::new(),
-                    hint: AtomicUsize::new(0),
-                })
-                .collect(),
+            slots: (0..workers).map(|_| Slot::default()).collect(),
         }
     }
 
@@ -351,12 +337,12 @@ impl Sleep {
     /// worker with no sleeper of its own to hand on to posts the rest to
     /// the common domain instead.
     pub(crate) fn work_found(&self, idle: IdleState<'_>, more_work: impl Fn() -> bool) {
-        let (domain, worker) = (idle.domain, idle.worker);
+        let (domain, d) = (idle.domain, self.domain_of[idle.worker]);
         std::mem::forget(idle); // we leave idle here, not in its `Drop`
         let after = domain.counters.sub_inactive();
         let last = after.awake_idle() == 0;
         let hand_off = last && after.sleeping() > 0;
-        let reserved = self.domain_of[worker] != 0;
+        let reserved = d != 0;
         if hand_off || (last && reserved) || domain.watching.load(Ordering::Relaxed) > 0 {
             // Pairs with the set fence of `Status::mark`.
             fence(Ordering::SeqCst);
@@ -364,7 +350,6 @@ impl Sleep {
             if !more_work() {
                 return;
             }
-            let d = self.domain_of[worker];
             // The sleeper we would wake may have turned watcher since we
             // read the counters: then poke it.
             if hand_off && self.wake_any(d, 1, 0) > 0 {
@@ -606,10 +591,9 @@ impl Sleep {
     /// Gets `worker` searching: wakes it if it sleeps, pokes it if it
     /// watches (for a waiter whose wait is over, see `scope`).
     pub(crate) fn rouse(&self, worker: usize) {
-        if self.wake(worker) {
-            return;
+        if !self.wake(worker) {
+            unwatch(&self.slots[worker]);
         }
-        unwatch(&self.slots[worker]);
     }
 
     /// Wakes `worker` if it is blocked in its slot; returns whether it was.
