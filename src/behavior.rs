@@ -397,65 +397,59 @@ pub enum ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ConfigError as E;
+        // `fmt::write` is one call per message; `write!` would inline
+        // `Formatter::write_fmt` into each (the crate's largest function).
+        let mut say = |args: fmt::Arguments<'_>| fmt::write(f, args);
         match self {
-            ConfigError::NoLevels => write!(f, "invalid pool config: no levels"),
-            ConfigError::ThreadName { index } => write!(
-                f,
+            E::NoLevels => say(format_args!("invalid pool config: no levels")),
+            E::ThreadName { index } => say(format_args!(
                 "invalid pool config: the thread name function panicked or gave a name with a NUL byte for worker {index}"
-            ),
-            ConfigError::StackSize { bytes } => write!(
-                f,
+            )),
+            E::StackSize { bytes } => say(format_args!(
                 "invalid pool config: a worker stack of {bytes} bytes, at least {MIN_STACK_SIZE} are needed"
-            ),
-            ConfigError::NoSuchLevel { level, levels } => write!(
-                f,
+            )),
+            E::NoSuchLevel { level, levels } => say(format_args!(
                 "invalid pool config: no level {level}, the builder has {levels} (0 is the highest)"
-            ),
-            ConfigError::EmptyLevel { level } => {
-                write!(f, "invalid pool config: level {level} has no channel")
+            )),
+            E::EmptyLevel { level } => {
+                say(format_args!("invalid pool config: level {level} has no channel"))
             }
-            ConfigError::DuplicateKey { key } => {
-                write!(f, "invalid pool config: channel key {key} appears more than once")
-            }
-            ConfigError::NoThreads => write!(f, "invalid pool config: threads must be at least 1"),
-            ConfigError::TooManyThreads { threads } => write!(
-                f,
+            E::DuplicateKey { key } => say(format_args!(
+                "invalid pool config: channel key {key} appears more than once"
+            )),
+            E::NoThreads => say(format_args!("invalid pool config: threads must be at least 1")),
+            E::TooManyThreads { threads } => say(format_args!(
                 "invalid pool config: {threads} threads, at most {MAX_THREADS} are supported"
-            ),
-            ConfigError::TooManyChannels { channels } => write!(
-                f,
+            )),
+            E::TooManyChannels { channels } => say(format_args!(
                 "invalid pool config: {channels} channels, at most {MAX_CHANNELS} are supported"
-            ),
-            ConfigError::SliceCount { levels, slices } => write!(
-                f,
+            )),
+            E::SliceCount { levels, slices } => say(format_args!(
                 "invalid pool config: RoundRobin needs one time slice per level \
                  ({levels} levels, {slices} slices)"
-            ),
-            ConfigError::ZeroSlice { level } => {
-                write!(f, "invalid pool config: RoundRobin time slice of level {level} is zero")
-            }
-            ConfigError::ChannelAttached { key } => write!(
-                f,
+            )),
+            E::ZeroSlice { level } => say(format_args!(
+                "invalid pool config: RoundRobin time slice of level {level} is zero"
+            )),
+            E::ChannelAttached { key } => say(format_args!(
                 "channel {key} is already attached to a pool (or another key names the same channel)"
-            ),
-            ConfigError::Spawn(e) => write!(f, "could not start a worker thread: {e}"),
-            ConfigError::LevelOptionCount { levels, options } => write!(
-                f,
+            )),
+            E::Spawn(e) => say(format_args!("could not start a worker thread: {e}")),
+            E::LevelOptionCount { levels, options } => say(format_args!(
                 "invalid level options: {options} entries for {levels} levels"
-            ),
-            ConfigError::ZeroMaxWait { level } => {
-                write!(f, "invalid level options: max_wait of level {level} is zero")
-            }
-            ConfigError::MaxWaitNeedsHighestFirst { level } => write!(
-                f,
+            )),
+            E::ZeroMaxWait { level } => say(format_args!(
+                "invalid level options: max_wait of level {level} is zero"
+            )),
+            E::MaxWaitNeedsHighestFirst { level } => say(format_args!(
                 "invalid level options: level {level} has a max_wait, which only HighestFirst \
                  supports (RoundRobin's slices serve every level already)"
-            ),
-            ConfigError::Reservations { reserved, threads } => write!(
-                f,
+            )),
+            E::Reservations { reserved, threads } => say(format_args!(
                 "invalid level options: {reserved} of {threads} worker threads reserved \
                  by the higher levels leave none for the lowest level"
-            ),
+            )),
         }
     }
 }
@@ -472,15 +466,14 @@ impl std::error::Error for ConfigError {
 impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
     /// Checks the config; the pool calls this before starting anything.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.threads > MAX_THREADS {
-            return Err(ConfigError::TooManyThreads {
-                threads: self.threads,
-            });
+        let (threads, levels) = (self.threads, self.levels.len());
+        let channels = self.levels.iter().map(Vec::len).sum::<usize>();
+        if threads > MAX_THREADS {
+            return Err(ConfigError::TooManyThreads { threads });
         }
-        if self.levels.is_empty() {
+        if levels == 0 {
             return Err(ConfigError::NoLevels);
         }
-        let channels = self.levels.iter().map(Vec::len).sum::<usize>();
         if channels > MAX_CHANNELS {
             return Err(ConfigError::TooManyChannels { channels });
         }
@@ -489,26 +482,30 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
             if channels.is_empty() {
                 return Err(ConfigError::EmptyLevel { level });
             }
-            for params in channels {
-                if !seen.insert(params.key) {
-                    return Err(ConfigError::DuplicateKey {
-                        key: format!("{:?}", params.key),
-                    });
-                }
+            if let Some(twice) = channels.iter().find(|params| !seen.insert(params.key)) {
+                let key = format!("{:?}", twice.key);
+                return Err(ConfigError::DuplicateKey { key });
             }
         }
-        self.validate_slices()
+        if let ScheduleAlgorithm::RoundRobin(slices) = &self.schedule {
+            if slices.len() != levels {
+                let slices = slices.len();
+                return Err(ConfigError::SliceCount { levels, slices });
+            }
+            if let Some(level) = slices.iter().position(Duration::is_zero) {
+                return Err(ConfigError::ZeroSlice { level });
+            }
+        }
+        Ok(())
     }
 
     /// Checks `options` (see [`PoolBehavior::level_options`]) against the
     /// config; the pool calls this before starting anything.
     pub fn validate_options(&self, options: &[LevelOptions]) -> Result<(), ConfigError> {
-        let levels = self.levels.len();
+        let (threads, levels) = (self.threads, self.levels.len());
         if options.len() > levels {
-            return Err(ConfigError::LevelOptionCount {
-                levels,
-                options: options.len(),
-            });
+            let options = options.len();
+            return Err(ConfigError::LevelOptionCount { levels, options });
         }
         for (level, option) in options.iter().enumerate() {
             match option.max_wait {
@@ -525,26 +522,8 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
             .map(|o| o.reserved_workers)
             // Saturating: a sum past `usize::MAX` is refused as that.
             .fold(0, usize::saturating_add);
-        if reserved > 0 && reserved >= self.threads {
-            return Err(ConfigError::Reservations {
-                reserved,
-                threads: self.threads,
-            });
-        }
-        Ok(())
-    }
-
-    fn validate_slices(&self) -> Result<(), ConfigError> {
-        if let ScheduleAlgorithm::RoundRobin(slices) = &self.schedule {
-            if slices.len() != self.levels.len() {
-                return Err(ConfigError::SliceCount {
-                    levels: self.levels.len(),
-                    slices: slices.len(),
-                });
-            }
-            if let Some(level) = slices.iter().position(Duration::is_zero) {
-                return Err(ConfigError::ZeroSlice { level });
-            }
+        if reserved > 0 && reserved >= threads {
+            return Err(ConfigError::Reservations { reserved, threads });
         }
         Ok(())
     }

@@ -37,12 +37,9 @@ use std::time::{Duration, Instant};
 
 // Plain std: no loom model runs a blocking thread (loom's threads cannot
 // time out a wait).
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No user code runs under the lock: a poisoned lock breaks nothing.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::sync::lock_std as lock;
 
 /// A job for a blocking thread: called with `true` to run, or with
 /// `false`, by the caller, when no thread could be started to run it (it
@@ -212,9 +209,7 @@ impl State {
                 .wait_timeout_while(inner, self.keep_alive, |inner| inner.promised == 0)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
-            if inner.promised > 0 {
-                inner.promised -= 1;
-            }
+            inner.promised = inner.promised.saturating_sub(1);
             inner.idle -= 1;
             if inner.queue.is_empty() && Instant::now() >= deadline {
                 inner.threads -= 1;

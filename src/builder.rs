@@ -40,7 +40,7 @@ use crate::thread_config::ThreadConfig;
 /// one level completes it (as rayon finishes what was spawned). Each
 /// setter says what it changes; [`Builder::build`] validates the whole (a
 /// level index past the levels is a [`ConfigError`], not a panic).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Builder {
     levels: usize,
     threads: Option<usize>,
@@ -49,7 +49,15 @@ pub struct Builder {
     complete_on_close: Vec<(usize, bool)>,
     /// Per level, if set: its options.
     options: Vec<(usize, LevelOptions)>,
-    threads_config: ThreadConfig,
+    /// The rest, handed to the [`Leveled`] as they are.
+    settings: Settings,
+}
+
+/// What a [`Leveled`] answers as the [`Builder`] was told, beyond its
+/// channels and levels.
+#[derive(Clone)]
+struct Settings {
+    threads: ThreadConfig,
     blocking: BlockingConfig,
     stall_threshold: Option<Duration>,
     panic_handler: Option<PanicHandler>,
@@ -78,11 +86,13 @@ impl Builder {
             schedule: ScheduleAlgorithm::HighestFirst,
             complete_on_close: Vec::new(),
             options: Vec::new(),
-            threads_config: ThreadConfig::default(),
-            blocking: BlockingConfig::default(),
-            stall_threshold: Some(crate::DEFAULT_STALL_THRESHOLD),
-            panic_handler: None,
-            deadlock_handler: None,
+            settings: Settings {
+                threads: ThreadConfig::default(),
+                blocking: BlockingConfig::default(),
+                stall_threshold: Some(crate::DEFAULT_STALL_THRESHOLD),
+                panic_handler: None,
+                deadlock_handler: None,
+            },
         }
     }
 
@@ -157,35 +167,35 @@ impl Builder {
         mut self,
         name: impl Fn(usize) -> String + Send + Sync + 'static,
     ) -> Builder {
-        self.threads_config = self.threads_config.name(name);
+        self.settings.threads = self.settings.threads.name(name);
         self
     }
 
     /// Worker threads get stacks of `bytes` (see
     /// [`ThreadConfig::stack_size`]; default 4 MiB).
     pub fn stack_size(mut self, bytes: usize) -> Builder {
-        self.threads_config = self.threads_config.stack_size(bytes);
+        self.settings.threads = self.settings.threads.stack_size(bytes);
         self
     }
 
     /// Calls `hook(index)` on each worker thread as it starts (see
     /// [`ThreadConfig::on_start`]).
     pub fn on_thread_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Builder {
-        self.threads_config = self.threads_config.on_start(hook);
+        self.settings.threads = self.settings.threads.on_start(hook);
         self
     }
 
     /// Calls `hook(index)` on each worker thread as it stops (see
     /// [`ThreadConfig::on_stop`]).
     pub fn on_thread_stop(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Builder {
-        self.threads_config = self.threads_config.on_stop(hook);
+        self.settings.threads = self.settings.threads.on_stop(hook);
         self
     }
 
     /// How the pool's blocking threads are bounded (default:
     /// [`BlockingConfig::default`]; see [`PoolBehavior::blocking`]).
     pub fn blocking(mut self, config: BlockingConfig) -> Builder {
-        self.blocking = config;
+        self.settings.blocking = config;
         self
     }
 
@@ -194,7 +204,7 @@ impl Builder {
     /// [`DEFAULT_STALL_THRESHOLD`](crate::DEFAULT_STALL_THRESHOLD); see
     /// [`PoolBehavior::stall_threshold`]).
     pub fn stall_threshold(mut self, threshold: Option<Duration>) -> Builder {
-        self.stall_threshold = threshold;
+        self.settings.stall_threshold = threshold;
         self
     }
 
@@ -226,7 +236,7 @@ impl Builder {
         mut self,
         handler: impl Fn(Option<usize>, &(dyn Any + Send)) + Send + Sync + 'static,
     ) -> Builder {
-        self.panic_handler = Some(Arc::new(handler));
+        self.settings.panic_handler = Some(Arc::new(handler));
         self
     }
 
@@ -266,7 +276,7 @@ impl Builder {
         mut self,
         handler: impl Fn(&DeadlockReport) + Send + Sync + 'static,
     ) -> Builder {
-        self.deadlock_handler = Some(Arc::new(handler));
+        self.settings.deadlock_handler = Some(Arc::new(handler));
         self
     }
 
@@ -284,44 +294,38 @@ impl Builder {
         if levels > crate::MAX_CHANNELS {
             return Err(ConfigError::TooManyChannels { channels: levels });
         }
-        // The first level a setting names that the pool lacks, if any.
-        let named = self.complete_on_close.iter().map(|&(level, _)| level);
-        let mut named = named.chain(self.options.iter().map(|&(level, _)| level));
-        if let Some(level) = named.find(|&level| level >= levels) {
-            return Err(ConfigError::NoSuchLevel { level, levels });
-        }
-        // Every level but the lowest; a lone level too.
-        let mut complete: Vec<bool> = (0..levels).map(|l| l + 1 < levels || levels == 1).collect();
-        for (level, yes) in self.complete_on_close {
-            complete[level] = yes;
-        }
+        // Every level completes but the lowest; a lone level too.
+        let mut levels_params: Vec<Vec<ChannelParams<usize>>> = (0..levels)
+            .map(|key| {
+                let complete_on_close = key + 1 < levels || levels == 1;
+                vec![ChannelParams {
+                    key,
+                    complete_on_close,
+                }]
+            })
+            .collect();
         let mut options = vec![LevelOptions::default(); levels];
+        // A setting of a level the pool lacks: the first such is the error.
+        let lacks = |level| ConfigError::NoSuchLevel { level, levels };
+        for (level, complete) in self.complete_on_close {
+            levels_params.get_mut(level).ok_or(lacks(level))?[0].complete_on_close = complete;
+        }
         for (level, set) in self.options {
-            options[level] = set;
+            *options.get_mut(level).ok_or(lacks(level))? = set;
         }
         let config = PoolConfig {
-            threads: self.threads.unwrap_or_else(crate::sync::cores),
+            // One per core; 1 when the platform cannot tell.
+            threads: self
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             schedule: self.schedule,
-            levels: complete
-                .iter()
-                .enumerate()
-                .map(|(key, &complete_on_close)| {
-                    vec![ChannelParams {
-                        key,
-                        complete_on_close,
-                    }]
-                })
-                .collect(),
+            levels: levels_params,
         };
         OwnedPool::new(Leveled {
             channels: (0..levels).map(|_| VecDequeChannel::new()).collect(),
             config,
             options,
-            threads: self.threads_config,
-            blocking: self.blocking,
-            stall_threshold: self.stall_threshold,
-            panic_handler: self.panic_handler,
-            deadlock_handler: self.deadlock_handler,
+            settings: self.settings,
         })
     }
 }
@@ -346,15 +350,12 @@ impl Builder {
 /// owned.close().wait();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct Leveled {
     channels: Box<[VecDequeChannel]>,
     config: PoolConfig<usize>,
     options: Vec<LevelOptions>,
-    threads: ThreadConfig,
-    blocking: BlockingConfig,
-    stall_threshold: Option<Duration>,
-    panic_handler: Option<PanicHandler>,
-    deadlock_handler: Option<DeadlockHandler>,
+    settings: Settings,
 }
 
 impl Leveled {
@@ -364,13 +365,10 @@ impl Leveled {
     ///
     /// If the pool has no such level (see [`Leveled::levels`]).
     pub fn level(&self, level: usize) -> &VecDequeChannel {
-        match self.channels.get(level) {
-            Some(channel) => channel,
-            None => panic!(
-                "smartpool: no level {level}: the pool has {} (0 is the highest)",
-                self.channels.len()
-            ),
-        }
+        self.channels.get(level).unwrap_or_else(|| {
+            let levels = self.channels.len();
+            panic!("smartpool: no level {level}: the pool has {levels} (0 is the highest)")
+        })
     }
 
     /// How many levels the pool has.
@@ -395,54 +393,36 @@ impl PoolBehavior for Leveled {
     }
 
     fn thread_config(&self) -> ThreadConfig {
-        self.threads.clone()
+        self.settings.threads.clone()
     }
 
     fn blocking(&self) -> BlockingConfig {
-        self.blocking.clone()
+        self.settings.blocking.clone()
     }
 
     fn stall_threshold(&self) -> Option<Duration> {
-        self.stall_threshold
+        self.settings.stall_threshold
     }
 
     fn task_panicked(&self, from: Option<usize>, panic: &(dyn Any + Send)) {
-        if let Some(handler) = &self.panic_handler {
+        if let Some(handler) = &self.settings.panic_handler {
             handler(from, panic);
         }
     }
 
     fn deadlock(&self, report: &DeadlockReport) {
-        if let Some(handler) = &self.deadlock_handler {
+        if let Some(handler) = &self.settings.deadlock_handler {
             handler(report);
         }
     }
 }
 
-impl fmt::Debug for Builder {
+impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("levels", &self.levels)
-            .field("threads", &self.threads)
-            .field("schedule", &self.schedule)
-            .field("complete_on_close", &self.complete_on_close)
-            .field("options", &self.options)
-            .field("thread_config", &self.threads_config)
-            .field("blocking", &self.blocking)
-            .field("panic_handler", &self.panic_handler.is_some())
-            .field("deadlock_handler", &self.deadlock_handler.is_some())
-            .finish()
-    }
-}
-
-impl fmt::Debug for Leveled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Leveled")
-            .field("channels", &self.channels)
-            .field("config", &self.config)
-            .field("options", &self.options)
+        f.debug_struct("Settings")
             .field("thread_config", &self.threads)
             .field("blocking", &self.blocking)
+            .field("stall_threshold", &self.stall_threshold)
             .field("panic_handler", &self.panic_handler.is_some())
             .field("deadlock_handler", &self.deadlock_handler.is_some())
             .finish()

@@ -87,19 +87,15 @@ impl Seating {
         let lowest = levels.lowest();
         let mut floor = Vec::with_capacity(seats);
         let mut domain = Vec::with_capacity(seats);
-        // The reserved domain of each reserving level, highest first.
+        // The reserved domain of each reserving level, highest first: 1, 2, ...
         let mut domain_of_level = Vec::new();
-        let mut next_domain = 1;
         for (level, &n) in reserved.iter().enumerate() {
-            if level == lowest || n == 0 {
-                continue;
+            if level < lowest && n > 0 {
+                let id = domain_of_level.len() + 1;
+                domain_of_level.push((level, id));
+                floor.resize(floor.len() + n, level);
+                domain.resize(domain.len() + n, id);
             }
-            domain_of_level.push((level, next_domain));
-            for _ in 0..n {
-                floor.push(level);
-                domain.push(next_domain);
-            }
-            next_domain += 1;
         }
         let reserved = floor.len();
         assert!(
@@ -108,9 +104,10 @@ impl Seating {
         );
         floor.resize(seats, lowest);
         domain.resize(seats, 0);
-        let wakes = (0..levels.level_of.len())
-            .map(|channel| {
-                let own = levels.level_of[channel];
+        let wakes = levels
+            .level_of
+            .iter()
+            .map(|&own| {
                 domain_of_level
                     .iter()
                     .filter(|&&(level, _)| level >= own)
@@ -169,72 +166,54 @@ impl Levels {
         algorithm: &ScheduleAlgorithm,
         max_wait: &[Option<Duration>],
     ) -> Levels {
-        let channels = levels.iter().flatten().map(|&c| c + 1).max().unwrap_or(0);
-        let mut level_of = vec![0; channels];
-        for (level, members) in levels.iter().enumerate() {
-            for &channel in members {
-                level_of[channel] = level;
-            }
-        }
         let policy = match algorithm {
             ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
             ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
         };
-        let masks: Vec<BitSet> = levels.iter().map(|c| BitSet::of_channels(c)).collect();
+        let all = BitSet::of_channels(&levels.concat());
+        let mut level_of = vec![0; levels.iter().flatten().max().map_or(0, |&c| c + 1)];
         // `down_to[l]`: the union of levels `0..=l`, each from the one
         // before (a pool's channels are numbered level by level, so each
         // is one run, and this stays linear in the levels).
-        let mut down_to: Vec<BitSet> = Vec::with_capacity(masks.len());
-        for mask in &masks {
-            let union = match down_to.last() {
-                Some(above) => above.union(mask),
-                None => mask.clone(),
+        let (mut down_to, mut built) = (Vec::<BitSet>::new(), Vec::new());
+        for (level, channels) in levels.iter().enumerate() {
+            for &channel in channels {
+                level_of[channel] = level;
+            }
+            let mask = BitSet::of_channels(channels);
+            let above = down_to.last().cloned().unwrap_or_default();
+            down_to.push(above.union(&mask));
+            let others = match policy {
+                Policy::HighestFirst => above,
+                Policy::RoundRobin(_) => all.minus(&mask),
             };
-            down_to.push(union);
+            built.push(Level {
+                channels: channels[..].into(),
+                mask,
+                others,
+            });
         }
-        let all = down_to.last().cloned().unwrap_or_default();
-        Levels {
-            level_of: level_of.into(),
-            levels: levels
-                .into_iter()
-                .zip(masks)
-                .enumerate()
-                .map(|(level, (channels, mask))| Level {
-                    others: match policy {
-                        Policy::HighestFirst if level == 0 => BitSet::default(),
-                        Policy::HighestFirst => down_to[level - 1].clone(),
-                        Policy::RoundRobin(_) => all.minus(&mask),
-                    },
-                    mask,
-                    channels: channels.into(),
-                })
-                .collect(),
-            policy,
-            bounds: Box::new([]),
-            down_to: down_to.into(),
-        }
-        .with_bounds(max_wait)
-    }
-
-    /// Gives each level of `max_wait` that has one its clock.
-    fn with_bounds(mut self, max_wait: &[Option<Duration>]) -> Levels {
-        self.bounds = max_wait
+        let bounds = max_wait
             .iter()
             .enumerate()
             // The highest level waits for nobody: a bound there is moot.
-            .filter(|&(level, _)| level > 0)
+            .skip(1)
             .filter_map(|(level, wait)| {
-                let clock = Arc::new(WaitClock::new((*wait)?));
-                // Bounds are HighestFirst's: the levels above.
-                let above = self.levels[level].others.clone();
                 Some(Bound {
                     level,
-                    clock,
-                    above,
+                    clock: Arc::new(WaitClock::new((*wait)?)),
+                    // Bounds are HighestFirst's: the levels above.
+                    above: down_to[level - 1].clone(),
                 })
             })
             .collect();
-        self
+        Levels {
+            levels: built.into(),
+            level_of: level_of.into(),
+            policy,
+            bounds,
+            down_to: down_to.into(),
+        }
     }
 
     /// Whether some level has a starvation bound (a worker woken with a

@@ -83,46 +83,46 @@ struct Span {
 impl Default for BitSet {
     /// The empty set.
     fn default() -> BitSet {
-        BitSet::of_runs([])
+        BitSet::of_runs(Vec::new())
     }
 }
 
 impl BitSet {
     /// The bits of the channels in `runs` (half-open ranges, in any order;
-    /// empty ones are skipped, touching ones merged).
-    pub(crate) fn of_runs(runs: impl IntoIterator<Item = (usize, usize)>) -> BitSet {
-        let mut sorted: Vec<(usize, usize)> = runs.into_iter().filter(|(a, b)| a < b).collect();
-        sorted.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(sorted.len());
-        for (start, end) in sorted {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
+    /// empty ones are skipped, touching ones merged). Not generic: one
+    /// copy for every caller.
+    pub(crate) fn of_runs(mut runs: Vec<(usize, usize)>) -> BitSet {
+        runs.retain(|(start, end)| start < end);
+        runs.sort_unstable();
+        // A run that touches the one before it joins it.
+        runs.dedup_by(|run, before| {
+            let touches = run.0 <= before.1;
+            if touches {
+                before.1 = before.1.max(run.1);
             }
-        }
-        let spans = merged
+            touches
+        });
+        let spans: Box<[Span]> = runs
             .iter()
             .map(|&(start, end)| {
                 let (first, last) = (start / 64, (end - 1) / 64);
-                let first_mask = !0u64 << (start % 64);
                 let last_mask = !0u64 >> (63 - (end - 1) % 64);
+                let mut first_mask = !0u64 << (start % 64);
+                if first == last {
+                    first_mask &= last_mask;
+                }
                 Span {
                     first,
                     last,
-                    first_mask: if first == last {
-                        first_mask & last_mask
-                    } else {
-                        first_mask
-                    },
+                    first_mask,
                     last_mask,
                 }
             })
             .collect();
-        let spans: Box<[Span]> = spans;
         let head = spans.first().map_or((0, 0), |s| (s.first, s.first_mask));
         let single = spans.len() <= 1 && spans.first().is_none_or(|s| s.first == s.last);
         BitSet {
-            runs: merged.into(),
+            runs: runs.into(),
             spans,
             head,
             single,
@@ -131,7 +131,7 @@ impl BitSet {
 
     /// The bits of the given channels.
     pub(crate) fn of_channels(channels: &[usize]) -> BitSet {
-        BitSet::of_runs(channels.iter().map(|&c| (c, c + 1)))
+        BitSet::of_runs(channels.iter().map(|&c| (c, c + 1)).collect())
     }
 
     /// The channels whose bits these are.
@@ -141,7 +141,7 @@ impl BitSet {
 
     /// The bits in either set.
     pub(crate) fn union(&self, other: &BitSet) -> BitSet {
-        BitSet::of_runs(self.runs.iter().chain(other.runs.iter()).copied())
+        BitSet::of_runs([&self.runs[..], &other.runs[..]].concat())
     }
 
     /// The bits of `self` not in `other`.
@@ -167,7 +167,7 @@ impl BitSet {
     /// Whether any of these bits is set in `words`, loaded with `order`.
     #[inline]
     fn any(&self, words: &[Word], order: Ordering) -> bool {
-        if words[self.head.0].load(order) & self.head.1 != 0 {
+        if words[self.head.0].0.load(order) & self.head.1 != 0 {
             return true;
         }
         !self.single && self.any_beyond_head(words, order)
@@ -176,14 +176,14 @@ impl BitSet {
     #[cold]
     fn any_beyond_head(&self, words: &[Word], order: Ordering) -> bool {
         self.spans.iter().any(|s| {
-            if words[s.first].load(order) & s.first_mask != 0 {
+            if words[s.first].0.load(order) & s.first_mask != 0 {
                 return true;
             }
             s.first != s.last
                 && (words[s.first + 1..s.last]
                     .iter()
-                    .any(|w| w.load(order) != 0)
-                    || words[s.last].load(order) & s.last_mask != 0)
+                    .any(|w| w.0.load(order) != 0)
+                    || words[s.last].0.load(order) & s.last_mask != 0)
         })
     }
 }
@@ -194,14 +194,6 @@ impl BitSet {
 #[derive(Debug)]
 #[repr(align(128))]
 struct Word(AtomicU64);
-
-impl std::ops::Deref for Word {
-    type Target = AtomicU64;
-
-    fn deref(&self) -> &AtomicU64 {
-        &self.0
-    }
-}
 
 /// The bitfield. Any number of channels; words are added 64 bits at a time.
 #[derive(Debug)]
@@ -222,7 +214,7 @@ impl Status {
     pub(crate) fn mark(&self, bit: Bit) {
         // P-fence: pairs with the W-fence in `clear`.
         fence(Ordering::SeqCst);
-        let word = &self.words[bit.word];
+        let word = &self.words[bit.word].0;
         if word.load(Ordering::Relaxed) & bit.mask == 0 {
             word.fetch_or(bit.mask, Ordering::SeqCst);
             // Set fence: pairs with the sleep fence (see `sleep`). Paid only
@@ -234,20 +226,22 @@ impl Status {
     /// Worker side: called after the channel owning `bit` was found empty.
     /// The caller must then look into the channel once more (see module doc).
     pub(crate) fn clear(&self, bit: Bit) {
-        self.words[bit.word].fetch_and(!bit.mask, Ordering::SeqCst);
+        self.words[bit.word]
+            .0
+            .fetch_and(!bit.mask, Ordering::SeqCst);
         // W-fence: pairs with the P-fence in `mark`.
         fence(Ordering::SeqCst);
     }
 
     /// Sets `bit` unconditionally (after a re-check found a task).
     pub(crate) fn set(&self, bit: Bit) {
-        self.words[bit.word].fetch_or(bit.mask, Ordering::SeqCst);
+        self.words[bit.word].0.fetch_or(bit.mask, Ordering::SeqCst);
     }
 
     /// Whether `bit` is set now. A hint for searching; see the invariant.
     #[inline]
     pub(crate) fn is_set(&self, bit: Bit) -> bool {
-        self.words[bit.word].load(Ordering::Acquire) & bit.mask != 0
+        self.words[bit.word].0.load(Ordering::Acquire) & bit.mask != 0
     }
 
     /// Whether any bit of `bits` is set now (a hint, as
@@ -266,7 +260,7 @@ impl Status {
     /// Whether any bit at all is set: the sleep protocol's final check.
     pub(crate) fn any(&self) -> bool {
         // SeqCst so that the load takes part in the fence ordering of `sleep`.
-        self.words.iter().any(|w| w.load(Ordering::SeqCst) != 0)
+        self.words.iter().any(|w| w.0.load(Ordering::SeqCst) != 0)
     }
 }
 
@@ -296,7 +290,7 @@ mod test {
     fn runs_across_words_see_exactly_their_bits() {
         let status = Status::new(300);
         status.mark(Bit::new(130));
-        let run = |a, b| BitSet::of_runs([(a, b)]);
+        let run = |a, b| BitSet::of_runs(vec![(a, b)]);
         for (a, b, hit) in [
             (0, 130, false),
             (0, 131, true),

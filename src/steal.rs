@@ -64,12 +64,13 @@ use std::collections::VecDeque;
 use std::fmt;
 // Plain std, as crossbeam's deques: no loom model runs a `WorkQueue`.
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use crossbeam_deque::{Steal, Worker};
 
 use crate::core::context::WorkerContext;
 use crate::core::link::ChannelLink;
+use crate::sync::lock_std;
 use crate::task::RunningTask;
 
 /// A work-stealing FIFO: the building block of
@@ -104,15 +105,9 @@ impl WorkQueue {
         WorkQueue::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<RunningTask>> {
-        // No user code runs under the lock, and the queue is consistent
-        // after every operation: a poisoned lock breaks nothing.
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Stores `task` in the injector.
     fn inject(&self, task: RunningTask) {
-        let mut queue = self.lock();
+        let mut queue = lock_std(&self.queue);
         queue.push_back(task);
         self.len.store(queue.len(), Ordering::Relaxed);
     }
@@ -123,7 +118,7 @@ impl WorkQueue {
         if self.is_empty() {
             return None;
         }
-        let mut queue = self.lock();
+        let mut queue = lock_std(&self.queue);
         let first = queue.pop_front();
         if let Some(local) = local {
             let more = (queue.len() / 2).min(MAX_BATCH - 1);
@@ -142,7 +137,7 @@ impl WorkQueue {
     /// Moves every task of the injector into `local`, oldest first.
     #[cold]
     fn drain_into(&self, local: &Worker<RunningTask>) {
-        let mut queue = self.lock();
+        let mut queue = lock_std(&self.queue);
         for task in queue.drain(..) {
             local.push(task);
         }
@@ -153,11 +148,7 @@ impl WorkQueue {
     }
 
     fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        self.len.load(Ordering::Relaxed) == 0
     }
 
     /// Stores `task`: on the calling worker's local deque if the caller is a
@@ -276,8 +267,9 @@ fn moved(
 
 impl fmt::Debug for WorkQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let injected = self.len.load(Ordering::Relaxed);
         f.debug_struct("WorkQueue")
-            .field("injected", &self.len())
+            .field("injected", &injected)
             .finish()
     }
 }

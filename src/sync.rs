@@ -50,6 +50,14 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// [`lock`] for a std mutex also under loom: for state that no loom model
+/// runs (the blocking threads, the injector of a `WorkQueue`).
+pub(crate) fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// One waker, registered and woken under a lock: `futures`' `AtomicWaker`
 /// for the cold paths (a close, a scoped handle), where a lock costs
 /// nothing measurable. User code (the clone, the old waker's drop, the
@@ -131,11 +139,6 @@ pub(crate) fn later(from: std::time::Instant, delay: std::time::Duration) -> std
     from.checked_add(delay.min(FAR))
         .or_else(|| from.checked_add(std::time::Duration::from_secs(86_400)))
         .unwrap_or(from)
-}
-
-/// The cores this process may use; 1 when the platform cannot tell.
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Parks the calling thread for at most `timeout` (loom's version parks

@@ -30,10 +30,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
@@ -61,10 +60,8 @@ impl TimeScheduler {
 
     /// A future that completes at `when` (at once if `when` has passed).
     pub fn at(&self, when: Instant) -> Sleep {
-        Sleep {
-            until: when,
-            delay: Delay::new(when.saturating_duration_since(Instant::now())),
-        }
+        let delay = Delay::new(when.saturating_duration_since(Instant::now()));
+        Sleep { until: when, delay }
     }
 
     /// A future that completes after `delay`. A delay too long for the
@@ -86,7 +83,6 @@ impl TimeScheduler {
             "periodically: the interval must not be zero"
         );
         Periodic {
-            next: start,
             interval,
             sleep: self.at(start),
         }
@@ -122,6 +118,7 @@ impl TimeScheduler {
 /// A future that completes at an instant. Made by [`TimeScheduler::at`] and
 /// [`TimeScheduler::after`].
 #[must_use = "a Sleep does nothing unless awaited"]
+#[derive(Debug)]
 pub struct Sleep {
     until: Instant,
     delay: Delay,
@@ -157,18 +154,13 @@ impl Future for Sleep {
     }
 }
 
-impl fmt::Debug for Sleep {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sleep").field("until", &self.until).finish()
-    }
-}
-
 /// A stream of instants at a fixed interval; made by
 /// [`TimeScheduler::periodically`].
 #[must_use = "a Periodic does nothing unless polled"]
+#[derive(Debug)]
 pub struct Periodic {
-    next: Instant,
     interval: Duration,
+    /// Until the next instant, which it yields when it completes.
     sleep: Sleep,
 }
 
@@ -176,34 +168,17 @@ impl Stream for Periodic {
     type Item = Instant;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
-        match Pin::new(&mut self.sleep).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(()) => {
-                let tick = self.next;
-                self.next = crate::sync::later(tick, self.interval);
-                let next = self.next;
-                self.sleep = Sleep {
-                    until: next,
-                    delay: Delay::new(next.saturating_duration_since(Instant::now())),
-                };
-                Poll::Ready(Some(tick))
-            }
-        }
-    }
-}
-
-impl fmt::Debug for Periodic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Periodic")
-            .field("next", &self.next)
-            .field("interval", &self.interval)
-            .finish()
+        ready!(Pin::new(&mut self.sleep).poll(cx));
+        let tick = self.sleep.until;
+        self.sleep = TimeScheduler::new().at(crate::sync::later(tick, self.interval));
+        Poll::Ready(Some(tick))
     }
 }
 
 /// The timer under [`Sleep`] with the `async-io` feature: async-io's, with
 /// futures-timer's `Delay` interface.
 #[cfg(feature = "async-io")]
+#[derive(Debug)]
 struct Delay(async_io::Timer);
 
 #[cfg(feature = "async-io")]

@@ -66,9 +66,7 @@ impl WaitClock {
     /// not running.
     pub(crate) fn start(&self) {
         if self.since.load(Ordering::Relaxed) == 0 {
-            let _ =
-                self.since
-                    .compare_exchange(0, self.now(), Ordering::Relaxed, Ordering::Relaxed);
+            self.claim(0);
         }
     }
 
@@ -90,12 +88,7 @@ impl WaitClock {
     pub(crate) fn served(&self) {
         let since = self.since.load(Ordering::Relaxed);
         if since != 0 {
-            let _ = self.since.compare_exchange(
-                since,
-                self.now(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            self.claim(since);
         }
     }
 
@@ -112,9 +105,10 @@ impl WaitClock {
 
     /// Claims the due level (seen waiting since `since`) for this search:
     /// `true` for one search of those that saw it due; the next task's
-    /// wait starts now.
+    /// wait starts now. (`start` and `served` set the clock through it
+    /// too, from 0 or from the running clock's `since`.)
     pub(crate) fn claim(&self, since: u64) -> bool {
-        self.since
+        (self.since)
             .compare_exchange(since, self.now(), Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
     }
