@@ -40,9 +40,8 @@
 //! zero-thread pool nothing else runs tasks meanwhile.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::drive::Guest;
 use super::Pool;
@@ -136,11 +135,7 @@ impl<B: PoolBehavior> Pool<B> {
         let shared = &*self.shared;
         let away = crate::context::leave_for_now();
         self.move_out(local);
-        let stand_in = if self.blocking_config.stand_ins {
-            self.start_stand_in()
-        } else {
-            None
-        };
+        let stand_in = self.stand_ins.then(|| self.start_stand_in()).flatten();
         let blocked = stand_in.is_none().then(|| {
             shared.block(local.index, WorkerState::BlockedInPlace, || {
                 self.work_remains()
@@ -175,42 +170,35 @@ impl<B: PoolBehavior> Pool<B> {
         });
         // The seat travels to the stand-in in the job; if no thread can
         // run it, the job gives the seat back.
-        let cell = Arc::new(Mutex::new(Some(seat)));
         let job = {
-            let (pool, stand_in, cell) = (self.clone(), stand_in.clone(), cell.clone());
+            let (pool, stand_in) = (self.clone(), stand_in.clone());
             Box::new(move |run: bool| {
-                let seat = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
-                if let Some(seat) = seat {
-                    if run {
-                        pool.stand_in(seat, &stand_in);
-                    } else {
-                        pool.shared.seats.release(seat, false);
-                    }
+                if run {
+                    pool.stand_in(seat, &stand_in);
+                } else {
+                    pool.shared.seats.release(seat, false);
                 }
             })
         };
-        match self.blocking.run(job, true) {
-            Ok(()) => Some(stand_in),
-            Err(e) => {
-                log::error!(
-                    "smartpool: no stand-in thread could be started for a worker in \
-                     block_in_place: {e}; the pool has one worker fewer meanwhile"
-                );
-                None
-            }
+        if let Err(e) = self.blocking.run(job, true) {
+            log::error!(
+                "smartpool: no stand-in thread could be started for a worker in \
+                 block_in_place: {e}; the pool has one worker fewer meanwhile"
+            );
+            return None;
         }
+        Some(stand_in)
     }
 
     /// A stand-in's life on its blocking thread: the seat's worker until
     /// told to retire (or the pool terminates), then gives the seat back.
     fn stand_in(self: &Arc<Self>, seat: WorkerLocal, stand_in: &StandIn) {
         let mut guest = Guest::enter(self, seat, help_stack_budget(self.blocking.stack_size()));
-        let worker: Rc<WorkerLocal> = guest.worker().clone();
         let retired = || stand_in.state.load(Ordering::SeqCst) != SERVING;
         // As a worker thread's loop: a channel's panic that unwinds out of
         // the loop is logged and the loop goes on (see `worker::run`).
         loop {
-            match catch_unwind(AssertUnwindSafe(|| worker.help_until(&retired))) {
+            match catch_unwind(AssertUnwindSafe(|| guest.worker().help_until(&retired))) {
                 Ok(true) => break,
                 Ok(false) if self.shared.close.is_terminated() => break,
                 Ok(false) => {}
@@ -220,7 +208,6 @@ impl<B: PoolBehavior> Pool<B> {
                 ),
             }
         }
-        drop(worker);
         guest.retired = stand_in.state.swap(GONE, Ordering::SeqCst) == RETIRING;
         drop(guest);
     }

@@ -46,7 +46,6 @@ use crate::channel::Submit;
 use crate::core::blocked::WorkerState;
 use crate::core::context::{self, WorkerContext, WorkerLocal};
 use crate::core::Shared;
-use crate::sync::fence;
 
 /// Tasks a `block_on` runs between two polls of a root that woke itself
 /// (tokio's event interval).
@@ -114,55 +113,58 @@ impl<B: PoolBehavior> Pool<B> {
         // A foreign thread is the pool's worker from the first poll on: a
         // scope or `join` in that poll then waits as a worker that helps
         // (on a zero-thread pool, nobody else would run its tasks).
-        let mut guest: Option<Guest<'_, B>> = match context::current_of(self.shared.id) {
-            Some(_) => None,
-            None => Guest::take(self, Some(&waker)),
-        };
+        let foreign = context::current_of(self.shared.id).is_none();
+        let mut guest = foreign.then(|| Guest::take(self, Some(&waker))).flatten();
         loop {
             signal.woken.store(false, Ordering::SeqCst);
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
                 return output;
             }
-            let worker = match context::current_of(self.shared.id) {
-                Some(worker) => Some(worker),
-                None => {
-                    if guest.is_none() {
-                        guest = Guest::take(self, Some(&waker));
-                    }
-                    guest.as_ref().map(|g| g.worker().clone())
-                }
-            };
-            let mut blocked = None;
-            let helped = worker.is_some_and(|worker| {
-                if signal.woken.load(Ordering::SeqCst) {
-                    // Woken during its poll (it woke itself: a yield, a
-                    // polling loop): queued tasks run first, up to a
-                    // fairness interval, as tokio's `block_on` does, or
-                    // the root would spin with nothing else running.
-                    self.run_ready(&worker, ROOT_INTERVAL);
-                    return true;
-                }
-                signal.seat.store(worker.index, Ordering::SeqCst);
-                let done = worker.help_until(&|| signal.woken.load(Ordering::SeqCst));
-                signal.seat.store(NO_SEAT, Ordering::SeqCst);
-                if !done && !worker.guest && !self.shared.close.is_terminated() {
-                    // One of the pool's threads waits without running
-                    // tasks: it counts for the deadlock check.
-                    blocked = Some(worker.index);
-                }
-                done
-            });
-            if !helped {
-                let _blocked = blocked.map(|index| {
-                    self.shared
-                        .block(index, WorkerState::WaitingWithoutHelping, || {
-                            self.work_remains()
-                        })
-                });
-                while !signal.woken.load(Ordering::SeqCst) {
-                    thread::park();
-                }
+            self.until_woken(&signal, &waker, &mut guest);
+        }
+    }
+
+    /// A `block_on` between two polls (not generic over the future): runs
+    /// the pool's tasks until `signal` is set, else parks until it is.
+    fn until_woken<'a>(
+        self: &'a Arc<Self>,
+        signal: &Signal,
+        waker: &Waker,
+        guest: &mut Option<Guest<'a, B>>,
+    ) {
+        let worker = context::current_of(self.shared.id).or_else(|| {
+            if guest.is_none() {
+                *guest = Guest::take(self, Some(waker));
             }
+            guest.as_ref().map(|g| g.worker().clone())
+        });
+        if let Some(worker) = &worker {
+            if signal.woken.load(Ordering::SeqCst) {
+                // Woken during its poll (it woke itself: a yield, a polling
+                // loop): queued tasks run first, up to a fairness interval,
+                // as tokio's `block_on` does, or the root would spin with
+                // nothing else running.
+                self.run_ready(worker, ROOT_INTERVAL);
+                return;
+            }
+            signal.seat.store(worker.index, Ordering::SeqCst);
+            let done = worker.help_until(&|| signal.woken.load(Ordering::SeqCst));
+            signal.seat.store(NO_SEAT, Ordering::SeqCst);
+            if done {
+                return;
+            }
+        }
+        // One of the pool's threads that waits without running tasks
+        // counts for the deadlock check.
+        let _blocked = worker
+            .filter(|worker| !worker.guest && !self.shared.close.is_terminated())
+            .map(|worker| {
+                let state = WorkerState::WaitingWithoutHelping;
+                self.shared
+                    .block(worker.index, state, || self.work_remains())
+            });
+        while !signal.woken.load(Ordering::SeqCst) {
+            thread::park();
         }
     }
 
@@ -178,10 +180,7 @@ impl<B: PoolBehavior> Pool<B> {
         if let Some(worker) = context::current_of(self.shared.id) {
             return self.run_ready(&worker, usize::MAX);
         }
-        match Guest::take(self, None) {
-            Some(guest) => self.run_ready(guest.worker(), usize::MAX),
-            None => 0,
-        }
+        Guest::take(self, None).map_or(0, |guest| self.run_ready(guest.worker(), usize::MAX))
     }
 
     /// Runs up to `most` ready tasks as `worker` (stopping early when
@@ -191,7 +190,6 @@ impl<B: PoolBehavior> Pool<B> {
         if worker::over_stack_budget(worker) {
             return 0;
         }
-        let _slice = worker::keep_slice(worker);
         let context = WorkerContext::worker(&self.shared, worker);
         let mut cursor = self.levels.cursor(worker.floor);
         let seat = &self.shared.meters.seats[worker.index];
@@ -228,16 +226,13 @@ impl<B: PoolBehavior> Pool<B> {
         let stop = || terminated() || stop_at.is_some_and(|at| Instant::now() >= at);
         if !terminated() {
             let current = context::current_of(shared.id);
-            let guest = match current {
-                Some(_) => None,
-                None => match Guest::take(self, Some(waker)) {
-                    Some(guest) => Some(guest),
-                    // The pool may have terminated meanwhile (the seat's
-                    // holder ran the last task): then no seat is needed.
-                    None if terminated() => None,
-                    None => return false,
-                },
-            };
+            let guest = current.is_none().then(|| Guest::take(self, Some(waker)));
+            let guest = guest.flatten();
+            // No seat free: unless the pool terminated meanwhile (the
+            // seat's holder ran the last task), then none is needed.
+            if current.is_none() && guest.is_none() && !terminated() {
+                return false;
+            }
             if let Some(worker) = current.or_else(|| guest.as_ref().map(|g| g.worker().clone())) {
                 while !stop() {
                     if !worker.help_until(&stop) && !stop() {
@@ -251,22 +246,14 @@ impl<B: PoolBehavior> Pool<B> {
                 return false;
             }
         }
-        // What the last worker out does (see `close`): having read
-        // TERMINATED, fence (pairs with the post fence of a push that raced
-        // termination), drain, signal.
-        fence(crate::sync::Ordering::SeqCst);
-        // The driving seat's slot too (`drain_all` leaves slots alone): a
-        // task a last one put there is dropped before close is signalled.
-        if let Some(worker) = context::current_of(shared.id) {
-            drop(shared.lifo[worker.index].take());
-        }
-        self.drain_all();
+        // What the last worker out does (see `close`): drain, signal. The
+        // driving seat's slot too: a task a last one put there is dropped
+        // before close is signalled.
+        self.drain_all(context::current_of(shared.id).map(|worker| worker.index));
         shared.close.finish();
         true
     }
-}
 
-impl<B: PoolBehavior> Pool<B> {
     /// Moves the tasks in `local`'s LIFO slot and deques to their channels,
     /// which mark their status bits and let the sleep protocol wake a
     /// worker. The calling thread must no longer be `local`'s worker (else
@@ -363,7 +350,7 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
         let local = WorkerLocal::leave(worker, entered);
         // The behavior's `channel` is user code: should it panic, the
         // seat is given back all the same (the tasks left in it are then
-        // dropped with the panic's unwind, which cancels them).
+        // dropped, which cancels them).
         let moved = crate::contain::catch(
             || pool.move_out(&local),
             |message| {
@@ -371,11 +358,7 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
             },
         );
         if moved.is_none() {
-            while local
-                .channels
-                .iter()
-                .any(|c| c.deque.pop().map(drop).is_some())
-            {}
+            local.drain(&pool.shared);
         }
         pool.shared.seats.release(local, self.retired);
     }

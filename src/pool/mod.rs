@@ -88,7 +88,8 @@ pub struct Pool<B: PoolBehavior> {
     threads: usize,
     /// The threads of `spawn_blocking` and of stand-ins.
     blocking: crate::blocking::Blocking,
-    blocking_config: crate::blocking::BlockingConfig,
+    /// Whether a worker in `block_in_place` hands its place to a stand-in.
+    stand_ins: bool,
     /// The pool's own `Weak`, as its tasks hold it.
     pub(crate) scheduler: crate::task::SchedulerRef,
 }
@@ -330,12 +331,6 @@ impl<B: PoolBehavior> Pool<B> {
         self.channel_may_hold(0..self.keys.len())
     }
 
-    /// [`Pool::work_remains`], for the channels whose bits are in `bits`
-    /// (a reserved worker's levels).
-    fn work_remains_in(&self, bits: &crate::status::BitSet) -> bool {
-        self.channel_may_hold(bits.channels())
-    }
-
     /// Whether any of `channels` has its bit set and may hold a task.
     pub(crate) fn channel_may_hold(&self, mut channels: impl Iterator<Item = usize>) -> bool {
         let status = &self.shared.status;
@@ -353,9 +348,17 @@ impl<B: PoolBehavior> Pool<B> {
         })
     }
 
-    /// Drops every queued task (the last worker's final drain). A channel
-    /// that panics is logged and skipped; the others are still drained.
-    fn drain_all(&self) {
+    /// What the last worker out does, having read `TERMINATED`: fences,
+    /// then drops seat `seat`'s slot's task, if given, and every queued
+    /// task. The fence pairs with the post fence of a push that raced
+    /// termination (see `close`): either that pusher sees `TERMINATED`, or
+    /// this drain sees its task. A channel that panics is logged and
+    /// skipped; the others are still drained.
+    fn drain_all(&self, seat: Option<usize>) {
+        crate::sync::fence(crate::sync::Ordering::SeqCst);
+        if let Some(seat) = seat {
+            drop(self.shared.lifo[seat].take());
+        }
         for index in 0..self.keys.len() {
             let channel = self.channel_at(index);
             let key = self.keys[index];
@@ -367,9 +370,7 @@ impl<B: PoolBehavior> Pool<B> {
             );
         }
     }
-}
 
-impl<B: PoolBehavior> Pool<B> {
     /// A task of channel `channel` (`None`: a blocking task) panicked:
     /// logged with the channel's key, and handed to the behavior if
     /// `detached` (nobody holds its handle).

@@ -64,16 +64,23 @@ impl<B: PoolBehavior> OwnedPool<B> {
         // The names first (user code): a panic or a name std refuses is an
         // error before any channel is attached or thread started.
         let names = thread_config.names(config.threads)?;
-        let (shared, locals, keys, levels) = build_shared(&config, &options);
-        let pool = make_pool(
-            behavior,
-            shared,
-            keys,
-            levels,
-            config.threads,
-            &thread_config,
-        );
-        attach_channels(&pool)?;
+        let (pool, locals) = make_pool(behavior, &config, &options, &thread_config);
+        // A channel that belongs to another pool: the pool stops accepting
+        // work (channels attached so far must refuse it: no worker will
+        // ever serve them).
+        for (index, &key) in pool.keys.iter().enumerate() {
+            let link = ChannelLink {
+                shared: pool.shared.clone(),
+                scheduler: pool.scheduler.clone(),
+                index,
+            };
+            if pool.behavior.channel(key).attach(link).is_err() {
+                pool.shared.close.abort(0, pool.threads);
+                pool.shared.closing.wake_all();
+                let key = format!("{key:?}");
+                return Err(ConfigError::ChannelAttached { key });
+            }
+        }
         let threads = start_workers(&pool, locals, names, &thread_config)?;
         let watcher = super::stall::Watcher::start(&pool);
         Ok(OwnedPool {
@@ -125,13 +132,17 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// polling thread, and returns when the pool has closed (or at once,
     /// `Pending`, while another thread drives it).
     pub fn close(mut self) -> Close {
+        self.begin_close()
+    }
+
+    /// Begins the close, once (`close`, or `Drop` without it): what is
+    /// left to wait for goes into the `Close`.
+    fn begin_close(&mut self) -> Close {
         self.open = false;
         self.pool.shared.begin_close();
         let driver: Option<Driver> = (self.pool.threads == 0).then(|| {
             let pool = self.pool.clone();
-            Box::new(move |waker: &Waker, stop_at: Option<Instant>| {
-                pool.drive_close(waker, stop_at)
-            }) as Driver
+            Box::new(move |waker: &Waker, stop_at| pool.drive_close(waker, stop_at)) as Driver
         });
         Close {
             shared: self.pool.shared.clone(),
@@ -142,9 +153,7 @@ impl<B: PoolBehavior> OwnedPool<B> {
             stop_at: None,
         }
     }
-}
 
-impl<B: PoolBehavior> OwnedPool<B> {
     /// Closes the pool as [`OwnedPool::close`] does, but stops waiting for
     /// the `complete_on_close` tasks when `timeout` has passed (tokio's
     /// `shutdown_timeout`): the tasks still unfinished are then dropped,
@@ -170,12 +179,10 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// poll). Dropping the future before a poll sees the deadline just
     /// closes, without one.
     pub fn close_timeout(self, timeout: Duration) -> CloseTimeout {
-        let shared = self.pool.shared.clone();
         let at = Instant::now().checked_add(timeout);
         CloseTimeout {
             close: self.close(),
             deadline: Some((at, futures_timer::Delay::new(timeout))),
-            shared,
         }
     }
 }
@@ -188,18 +195,15 @@ fn build_shared<K: Copy + std::fmt::Debug>(
     options: &[crate::LevelOptions],
 ) -> (Arc<Shared>, Vec<WorkerLocal>, Vec<K>, Levels) {
     let threads = config.threads;
-    let mut keys = Vec::new();
-    let mut params = Vec::new();
-    let mut levels = Vec::new();
-    for level in &config.levels {
-        let mut indices = Vec::new();
-        for channel in level {
-            indices.push(keys.len());
-            keys.push(channel.key);
-            params.push(channel);
-        }
-        levels.push(indices);
-    }
+    let params: Vec<_> = config.levels.iter().flatten().collect();
+    let keys: Vec<K> = params.iter().map(|channel| channel.key).collect();
+    // Each level's channel indices, in order.
+    let mut next = 0..;
+    let levels = config
+        .levels
+        .iter()
+        .map(|level| next.by_ref().take(level.len()).collect())
+        .collect();
     let max_wait: Vec<_> = options.iter().map(|o| o.max_wait).collect();
     let levels = Levels::new(levels, &config.schedule, &max_wait);
     // Seats `0..threads` are the worker threads', the rest guest seats
@@ -241,7 +245,7 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         })
         .unzip();
     let guests = locals.split_off(threads);
-    let level_of: Vec<usize> = (0..keys.len()).map(|c| levels.level_of(c)).collect();
+    let level_of: Vec<usize> = channels.iter().map(|c| c.level).collect();
     let shared = Arc::new(Shared {
         id,
         status: Status::new(keys.len()),
@@ -249,17 +253,9 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         close: CloseState::new(threads),
         channels: channels.into(),
         stealers: stealers.into(),
-        job_stealers: (0..seats)
-            .map(|_| {
-                (0..keys.len())
-                    .map(|_| std::sync::OnceLock::new())
-                    .collect()
-            })
-            .collect(),
-        job_injectors: (0..keys.len())
-            .map(|_| std::sync::OnceLock::new())
-            .collect(),
-        job_used: (0..keys.len()).map(|_| Default::default()).collect(),
+        job_stealers: (0..seats).map(|_| defaults(keys.len())).collect(),
+        job_injectors: defaults(keys.len()),
+        job_used: defaults(keys.len()),
         lifo: (0..seats).map(|_| Slot::new()).collect(),
         watch: Watch::new(seats),
         parked: Parked::new(),
@@ -276,16 +272,21 @@ fn build_shared<K: Copy + std::fmt::Debug>(
     (shared, locals, keys, levels)
 }
 
-/// The pool around `shared`, with the hooks `shared` calls back through
-/// (whether a channel may hold a task; the deadlock handler).
+/// `n` default values (empty cells, clear flags).
+fn defaults<T: Default>(n: usize) -> Box<[T]> {
+    std::iter::repeat_with(T::default).take(n).collect()
+}
+
+/// The pool of a validated config (see `build_shared`), with the hooks its
+/// shared state calls back through (whether a channel may hold a task; the
+/// deadlock handler), and its worker threads' local state.
 fn make_pool<B: PoolBehavior>(
     behavior: B,
-    shared: Arc<Shared>,
-    keys: Vec<B::ChannelKey>,
-    levels: Levels,
-    threads: usize,
+    config: &crate::PoolConfig<B::ChannelKey>,
+    options: &[crate::LevelOptions],
     thread_config: &crate::ThreadConfig,
-) -> Arc<Pool<B>> {
+) -> (Arc<Pool<B>>, Vec<WorkerLocal>) {
+    let (shared, locals, keys, levels) = build_shared(config, options);
     let blocking_config = behavior.blocking();
     let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {
         scheduler: SchedulerRef::new(pool.clone() as Weak<dyn Schedule>),
@@ -294,12 +295,12 @@ fn make_pool<B: PoolBehavior>(
             "smartpool-block".into(),
             thread_config.blocking_stack_size(),
         ),
-        blocking_config,
+        stand_ins: blocking_config.stand_ins,
         behavior,
         shared: shared.clone(),
         keys: keys.into(),
         levels,
-        threads,
+        threads: config.threads,
     });
     let weak = Arc::downgrade(&pool);
     let _ = shared.channel_holds.set({
@@ -320,28 +321,7 @@ fn make_pool<B: PoolBehavior>(
             },
         );
     }));
-    pool
-}
-
-/// Attaches every channel of the config to `pool`. On a channel that
-/// belongs to another pool, the pool stops accepting work (channels
-/// attached so far must refuse it: no worker will ever serve them).
-fn attach_channels<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Result<(), ConfigError> {
-    for (index, &key) in pool.keys.iter().enumerate() {
-        let link = ChannelLink {
-            shared: pool.shared.clone(),
-            scheduler: pool.scheduler.clone(),
-            index,
-        };
-        if pool.behavior.channel(key).attach(link).is_err() {
-            pool.shared.close.abort(0, pool.threads);
-            pool.shared.closing.wake_all();
-            return Err(ConfigError::ChannelAttached {
-                key: format!("{key:?}"),
-            });
-        }
-    }
-    Ok(())
+    (pool, locals)
 }
 
 /// Starts a thread for each of `locals`, named `names`. If one cannot be
@@ -381,11 +361,8 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         if !self.open {
             return; // closed already
         }
-        self.open = false;
-        self.pool.shared.begin_close();
-        let threads = std::mem::take(&mut self.threads);
-        let watcher = self.watcher.take();
-        if context::is_own_worker_of(self.pool.shared.id) || polling_a_task_of(&self.pool) {
+        let close = self.begin_close();
+        if context::is_own_worker_of(close.shared.id) || polling_a_task_at(close.pool) {
             log::warn!("smartpool: OwnedPool dropped inside its own pool; closing without waiting");
             return;
         }
@@ -394,24 +371,15 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
             // its thread-locals are being destroyed (then it cannot be a
             // worker): the pool gives up on what is left, dropping it.
             if crate::context::available() {
-                let pool = self.pool.clone();
-                self.pool.block_on(std::future::poll_fn(|cx| {
-                    if pool.drive_close(cx.waker(), None) {
-                        Poll::Ready(())
-                    } else {
-                        Poll::Pending
-                    }
-                }));
-            } else {
-                log::warn!(
-                    "smartpool: a zero-thread OwnedPool dropped in a thread-local destructor; \
-                     its tasks are dropped, not run"
-                );
-                self.pool.shared.abandon();
-                self.pool.drain_all();
-                self.pool.shared.close.finish();
+                return self.pool.block_on(close);
             }
-            return;
+            log::warn!(
+                "smartpool: a zero-thread OwnedPool dropped in a thread-local destructor; \
+                 its tasks are dropped, not run"
+            );
+            self.pool.shared.abandon();
+            self.pool.drain_all(None);
+            return self.pool.shared.close.finish();
         }
         // Waits by joining the workers rather than through `Close` and an
         // executor: the last worker signals close only on its way out, so
@@ -419,10 +387,10 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         // thread-local of ours or an executor's, so this works in a
         // thread-local destructor too (where `futures::executor::block_on`
         // aborts the process: its own thread-local may be gone).
-        for handle in threads {
+        for handle in close.threads {
             let _ = handle.join();
         }
-        if let Some(watcher) = watcher {
+        if let Some(watcher) = close.watcher {
             watcher.stop();
         }
     }
@@ -457,11 +425,8 @@ pub struct Close {
 /// another thread holds the seat, or at the given instant.
 type Driver = Box<dyn Fn(&Waker, Option<Instant>) -> bool + Send + Sync>;
 
-/// Whether the calling thread is polling a task of `pool` (innermost).
-fn polling_a_task_of<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> bool {
-    polling_a_task_at(Arc::as_ptr(pool).cast::<()>() as usize)
-}
-
+/// Whether the calling thread is polling a task of the pool at address
+/// `pool` (innermost).
 fn polling_a_task_at(pool: usize) -> bool {
     crate::task::with_polling_task(|scheduler, _| scheduler.as_ptr().cast::<()>() as usize == pool)
         .unwrap_or(false)
@@ -471,33 +436,22 @@ impl Future for Close {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some(drive) = self
-            .driver
-            .as_ref()
-            .filter(|_| !self.shared.close.poll_finished(cx.waker()))
-        {
-            if polling_a_task_at(self.pool) {
-                panic!(
-                    "smartpool: OwnedPool::close() awaited inside one of the pool's own tasks, \
-                     which would wait for itself; close the pool from outside it, or drop the \
-                     OwnedPool there (it closes without waiting)"
-                );
-            }
-            return if drive(cx.waker(), self.stop_at) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            };
-        }
         if !self.shared.close.poll_finished(cx.waker()) {
-            if context::is_own_worker_of(self.shared.id) || polling_a_task_at(self.pool) {
+            // A zero-thread pool's close may be driven from a guest seat
+            // (a `block_on` of the close), not from inside a task.
+            if (self.driver.is_none() && context::is_own_worker_of(self.shared.id))
+                || polling_a_task_at(self.pool)
+            {
                 panic!(
                     "smartpool: OwnedPool::close() awaited on one of the pool's own worker \
-                     threads, which would wait for itself; close the pool from outside it, \
-                     or drop the OwnedPool there (it closes without waiting)"
+                     threads or inside one of its tasks, which would wait for itself; close the \
+                     pool from outside it, or drop the OwnedPool there (it closes without waiting)"
                 );
             }
-            return Poll::Pending;
+            match &self.driver {
+                Some(drive) if drive(cx.waker(), self.stop_at) => {}
+                _ => return Poll::Pending,
+            }
         }
         if let Some(watcher) = self.watcher.take() {
             watcher.stop();
@@ -547,7 +501,6 @@ pub struct CloseTimeout {
     /// When it passes (`None`: never, it is that far), and its timer;
     /// `None` once it passed (and the pool abandoned what was left).
     deadline: Option<(Option<Instant>, futures_timer::Delay)>,
-    shared: Arc<Shared>,
 }
 
 /// How a close with a deadline ended: see [`OwnedPool::close_timeout`].
@@ -599,45 +552,39 @@ impl Future for CloseTimeout {
     type Output = CloseReport;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CloseReport> {
-        if self.close.driver.is_some() {
+        let CloseTimeout { close, deadline } = &mut *self;
+        if let Some((at, timer)) = deadline.as_mut().filter(|_| close.driver.is_some()) {
             // Zero threads: the close's poll drives the pool, sleeping in
             // the pool's sleep protocol, until it closes or the deadline:
             // the timer, armed first, rouses the driving seat (the pool's
             // one guest seat, 0) as well as our waker.
             let waker = Waker::from(Arc::new(RouseDriver {
-                shared: self.shared.clone(),
+                shared: close.shared.clone(),
                 outer: cx.waker().clone(),
             }));
-            let stop_at = match self.deadline.as_mut() {
-                Some((at, timer)) => {
-                    let _ = Pin::new(timer).poll(&mut Context::from_waker(&waker));
-                    Some(at.unwrap_or_else(far_future))
-                }
-                None => None,
-            };
-            self.close.stop_at = stop_at;
+            let _ = Pin::new(timer).poll(&mut Context::from_waker(&waker));
+            // (No clock reaches a deadline too far to represent.)
+            let far = || crate::sync::later(Instant::now(), crate::sync::FAR);
+            close.stop_at = Some(at.unwrap_or_else(far));
         }
         loop {
-            if Pin::new(&mut self.close).poll(cx).is_ready() {
+            if Pin::new(&mut *close).poll(cx).is_ready() {
                 return Poll::Ready(CloseReport {
-                    timed_out: self.deadline.is_none(),
-                    aborted: self.shared.parked.abandoned(),
+                    timed_out: deadline.is_none(),
+                    aborted: close.shared.parked.abandoned(),
                 });
             }
             // The clock first: a deadline already past is acted on in this
             // poll, whatever the timer thread is doing.
-            let passed = match self.deadline.as_mut() {
-                Some((at, timer)) => {
-                    at.is_some_and(|at| Instant::now() >= at) || Pin::new(timer).poll(cx).is_ready()
-                }
-                None => false,
-            };
+            let passed = deadline.as_mut().is_some_and(|(at, timer)| {
+                at.is_some_and(|at| Instant::now() >= at) || Pin::new(timer).poll(cx).is_ready()
+            });
             if !passed {
                 return Poll::Pending;
             }
-            self.deadline = None;
-            self.close.stop_at = None;
-            self.shared.abandon();
+            *deadline = None;
+            close.stop_at = None;
+            close.shared.abandon();
             // Look again: the abandon may have finished the close.
         }
     }
@@ -658,11 +605,6 @@ impl std::task::Wake for RouseDriver {
         self.shared.sleep.rouse(0);
         self.outer.wake_by_ref();
     }
-}
-
-/// An instant no clock reaches (a deadline too far to represent).
-fn far_future() -> Instant {
-    crate::sync::later(Instant::now(), crate::sync::FAR)
 }
 
 impl fmt::Debug for CloseTimeout {

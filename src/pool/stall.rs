@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use super::Pool;
 use crate::behavior::PoolBehavior;
 use crate::core::Shared;
+use crate::status::BitSet;
 
 /// The longest a watcher waits between two looks while every seat is
 /// idle, unless rung (see `core::Bell`): a missed ring delays one report
@@ -69,26 +70,22 @@ impl Watcher {
         if !crate::core::meters::ENABLED {
             return None;
         }
-        let seen = Seen {
-            shared: pool.shared.clone(),
-            waiting: (0..=pool.levels.lowest())
-                .map(|level| pool.levels.bits_down_to(level).clone())
-                .collect(),
-        };
-        let spawned = thread::Builder::new()
+        // Per level, the status bits of that level and those above.
+        let waiting: Box<[BitSet]> = (0..=pool.levels.lowest())
+            .map(|level| pool.levels.bits_down_to(level).clone())
+            .collect();
+        let shared = pool.shared.clone();
+        let thread = thread::Builder::new()
             .name("smartpool-watch".into())
             .stack_size(256 << 10)
-            .spawn(move || watch(&seen, threshold));
-        match spawned {
-            Ok(thread) => Some(Watcher {
-                shared: pool.shared.clone(),
-                thread: Some(thread),
-            }),
-            Err(e) => {
-                log::error!("smartpool: no stall watcher thread could be started: {e}");
-                None
-            }
-        }
+            .spawn(move || watch(&shared, &waiting, threshold))
+            .inspect_err(|e| {
+                log::error!("smartpool: no stall watcher thread could be started: {e}")
+            })
+            .ok()?;
+        let shared = pool.shared.clone();
+        let thread = Some(thread);
+        Some(Watcher { shared, thread })
     }
 
     /// Stops the watcher and waits for its thread to end.
@@ -106,13 +103,6 @@ impl Drop for Watcher {
     }
 }
 
-/// What the watcher reads: the pool's shared state, and per level the
-/// status bits of that level and those above.
-struct Seen {
-    shared: Arc<Shared>,
-    waiting: Box<[crate::status::BitSet]>,
-}
-
 /// What the watcher saw of one seat.
 #[derive(Clone, Copy)]
 struct Look {
@@ -125,32 +115,27 @@ struct Look {
     reported: bool,
 }
 
-/// The watcher's loop (see the module doc).
-fn watch(seen: &Seen, threshold: Duration) {
+/// The watcher's loop (see the module doc): `waiting` holds, per level,
+/// the status bits of that level and those above.
+fn watch(shared: &Shared, waiting: &[BitSet], threshold: Duration) {
     let busy_look = threshold / 4;
+    let idle_look = IDLE_LOOK.max(busy_look);
     let mut looks: Vec<Look> = Vec::new();
     let mut idle = false;
-    let bell = &seen.shared.bell;
-    // While every seat is idle, wait until a worker that finds work rings.
-    while !bell.wait(
-        if idle {
-            IDLE_LOOK.max(busy_look)
-        } else {
-            busy_look
-        },
-        idle,
-    ) {
-        if seen.shared.close.is_terminated() {
+    loop {
+        // While every seat is idle, wait until a worker that finds work
+        // rings.
+        let period = if idle { idle_look } else { busy_look };
+        if shared.bell.wait(period, idle) || shared.close.is_terminated() {
             return;
         }
-        idle = !look(seen, &mut looks, threshold);
+        idle = !look(shared, waiting, &mut looks, threshold);
     }
 }
 
 /// One look at every seat: reports the polls past `threshold`; `true` if
 /// some seat runs a task.
-fn look(seen: &Seen, looks: &mut Vec<Look>, threshold: Duration) -> bool {
-    let shared = &*seen.shared;
+fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: Duration) -> bool {
     let meters = &shared.meters;
     let now = Instant::now();
     let mut busy = false;
@@ -180,9 +165,9 @@ fn look(seen: &Seen, looks: &mut Vec<Look>, threshold: Duration) -> bool {
         let level = shared.channels[channel].level;
         // Queued work has a status bit; a LIFO slot's task (of the lowest
         // level) has none.
-        let waiting = shared.status.any_in_set(&seen.waiting[level])
-            || (level + 1 == seen.waiting.len() && shared.lifo.iter().any(|s| s.look().is_full()));
-        if !waiting {
+        let waits = shared.status.any_in_set(&waiting[level])
+            || (level + 1 == waiting.len() && shared.lifo.iter().any(|s| s.look().is_full()));
+        if !waits {
             continue;
         }
         last.reported = true;

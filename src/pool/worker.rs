@@ -11,11 +11,10 @@ use crate::channel::Submit;
 use crate::core::context::{Allowed, LocalTask, PoolHooks, WorkerContext, WorkerLocal};
 use crate::core::job::{JobRef, Tag};
 use crate::core::meters::{self, SeatMeters};
-use crate::lifo::slot::Seen;
 use crate::lifo::watch::Verdict;
 use crate::schedule::Cursor;
 use crate::sleep::Check;
-use crate::sync::{fence, Ordering, Restore};
+use crate::sync::Restore;
 use crate::task::{RunOutcome, RunningTask};
 use crate::thread_config::{help_stack_budget, ThreadConfig};
 
@@ -46,7 +45,8 @@ pub(super) fn run<B: PoolBehavior>(
     // worker stays alive to serve other channels and close, at a bounded
     // cost.
     let mut pause = Duration::from_millis(1);
-    while let Err(panic) = catch_unwind(AssertUnwindSafe(|| work(pool, &local))) {
+    let work = || serve(pool, &local, &|| pool.shared.close.is_terminated());
+    while let Err(panic) = catch_unwind(AssertUnwindSafe(work)) {
         log::error!(
             "smartpool: worker {}: a channel panicked: {}; the worker goes on",
             local.index,
@@ -69,34 +69,19 @@ pub(super) fn run<B: PoolBehavior>(
     log::debug!("smartpool: pool {} worker {index} stopped", pool.shared.id);
     let shared = &pool.shared;
     if shared.close.worker_exited() {
-        // Pairs with the post fence of a push that raced termination (see
-        // `close`): either that pusher sees TERMINATED, or we see its task.
-        fence(Ordering::SeqCst);
-        pool.drain_all(); // catches channel panics: close is always signalled
+        pool.drain_all(None); // catches channel panics: close is always signalled
         log::debug!("smartpool: pool {} closed: every worker exited", shared.id);
         shared.close.finish();
     }
 }
 
-pub(super) fn work<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
-    let worker = WorkerContext::worker(&pool.shared, local);
-    let mut cursor = pool.levels.cursor(local.floor);
-    serve(pool, local, &worker, &mut cursor, &|| {
-        pool.shared.close.is_terminated()
-    });
-}
-
 /// Runs the pool's tasks until `stop()`: finds one, or searches and sleeps
 /// idle until one comes (or `stop()`). A search that took a job returns
 /// none: the job runs here.
-fn serve<B: PoolBehavior>(
-    pool: &Pool<B>,
-    local: &WorkerLocal,
-    worker: &WorkerContext<'_>,
-    cursor: &mut Cursor,
-    stop: &dyn Fn() -> bool,
-) {
+fn serve<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, stop: &dyn Fn() -> bool) {
     let shared = &*pool.shared;
+    let worker = &WorkerContext::worker(shared, local);
+    let cursor = &mut pool.levels.cursor(local.floor);
     let seat = &shared.meters.seats[local.index];
     while !stop() {
         let found = match find(pool, worker, cursor) {
@@ -191,12 +176,10 @@ fn search_idle<B: PoolBehavior>(
         if let Some(found) = find(pool, worker, cursor) {
             break Some(found);
         }
-        if local.holds_job() {
-            break None;
-        }
-        if local.next_retry().is_some() {
-            // A channel left alone keeps its bit set: the sleep protocol
-            // would search for ever. The caller backs off instead.
+        // A job taken runs at the caller. A channel left alone keeps its
+        // bit set: the sleep protocol would search for ever, so the caller
+        // backs off instead.
+        if local.holds_job() || local.next_retry().is_some() {
             break None;
         }
         if let Some(bits) = &reserved {
@@ -206,14 +189,8 @@ fn search_idle<B: PoolBehavior>(
             });
             continue;
         }
-        match shared
-            .watch
-            .observe_window(local.index, &shared.lifo, &local.watch_from)
-        {
-            Verdict::Steal(worker, seen) => {
-                steal(pool, local, worker, seen);
-                continue;
-            }
+        match steal_stale(pool, local) {
+            Verdict::Steal(..) => continue,
             // Searches again (yielding, without the sleep protocol's
             // counters) until the task is stolen or taken.
             Verdict::Young => {
@@ -241,7 +218,7 @@ fn search_idle<B: PoolBehavior>(
     shared.sleep.work_found(idle, || match reserved {
         // Only the work this worker serves counted on it (see `sleep`'s
         // "Domains").
-        Some(bits) => pool.work_remains_in(bits),
+        Some(bits) => pool.channel_may_hold(bits.channels()),
         // Its own slot too: refilled at the fairness turn (`refill`), it
         // holds a task nobody runs while this worker runs what it found.
         None => pool.work_remains() || shared.any_slot_full(),
@@ -253,35 +230,25 @@ fn search_idle<B: PoolBehavior>(
     found
 }
 
-/// Steals a task that sat in another worker's LIFO slot for the steal
-/// delay, if there is one, and submits it to its channel, where the
-/// schedule serves it like any queued task (see `lifo`). Returns whether it
-/// did.
-fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> bool {
+/// Watches the other workers' LIFO slots (see `lifo::watch`) and returns
+/// the verdict. On `Steal`, it has stolen the task that sat in a slot for
+/// the steal delay, if the slot still held it, and submitted it to its
+/// channel, where the schedule serves it like any queued task.
+fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> Verdict {
     let shared = &pool.shared;
-    match shared
+    let verdict = shared
         .watch
-        .observe_window(local.index, &shared.lifo, &local.watch_from)
-    {
-        Verdict::Steal(worker, seen) => {
-            steal(pool, local, worker, seen);
-            true
+        .observe_window(local.index, &shared.lifo, &local.watch_from);
+    if let Verdict::Steal(worker, seen) = verdict {
+        if let Some((channel, task)) = shared.lifo[worker].steal(seen) {
+            shared.meters.seats[local.index].steals.add(1);
+            shared.meters.moved_out(local.index, channel);
+            local
+                .lifo
+                .flushing_during(|| pool.channel_at(channel).submit(task));
         }
-        _ => false,
     }
-}
-
-/// Steals the task worker `worker`'s slot held when seen as `seen`, if it
-/// still does, and submits it to its channel.
-fn steal<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, worker: usize, seen: Seen) {
-    if let Some((channel, task)) = pool.shared.lifo[worker].steal(seen) {
-        let meters = &pool.shared.meters;
-        meters.seats[local.index].steals.add(1);
-        meters.moved_out(local.index, channel);
-        local
-            .lifo
-            .flushing_during(|| pool.channel_at(channel).submit(task));
-    }
+    verdict
 }
 
 /// Makes the calling thread the worker `local` of `pool`, served by
@@ -332,7 +299,6 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
     ///   either seen by that drain or drained by its pusher), then returns
     ///   `false`, for the caller to park.
     fn help_until(&self, local: &WorkerLocal, done: &dyn Fn() -> bool) -> bool {
-        let _slice = keep_slice(local);
         let _outside = local.outside_jobs();
         let pool = &**self;
         let shared = &*pool.shared;
@@ -346,13 +312,13 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
             }
             return false;
         }
-        let worker = WorkerContext::worker(shared, local);
-        let seat = &shared.meters.seats[local.index];
-        let mut cursor = pool.levels.cursor(local.floor);
         if local.idle.get() {
+            let worker = WorkerContext::worker(shared, local);
+            let seat = &shared.meters.seats[local.index];
+            let mut cursor = pool.levels.cursor(local.floor);
             while !done() {
                 if shared.close.is_terminated() {
-                    drain_terminated(pool, local);
+                    pool.drain_all(Some(local.index));
                     return false;
                 }
                 match find(pool, &worker, &mut cursor) {
@@ -360,19 +326,18 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
                         execute(pool, Some(seat), task);
                     }
                     None if local.run_stolen() => {}
-                    None if steal_stale(pool, local) || (!done() && back_off(local)) => {}
+                    None if matches!(steal_stale(pool, local), Verdict::Steal(..))
+                        || (!done() && back_off(local)) => {}
                     None => crate::sync::yield_now(),
                 }
             }
             return true;
         }
-        serve(pool, local, &worker, &mut cursor, &|| {
-            done() || shared.close.is_terminated()
-        });
+        serve(pool, local, &|| done() || shared.close.is_terminated());
         if done() {
             return true;
         }
-        drain_terminated(pool, local);
+        pool.drain_all(Some(local.index));
         false
     }
 
@@ -383,7 +348,7 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         if terminated {
             // As `help_until` does: the drain may drop (so end) what the
             // wait waits for.
-            drain_terminated(pool, local);
+            pool.drain_all(Some(local.index));
         }
         if terminated || over_stack_budget(local) {
             let (Allowed::Subtree(own, _) | Allowed::Anything(own)) = allowed else {
@@ -396,15 +361,9 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
             // injector, is the owner's to run, as a pop would have found
             // it: at this frame's depth, whatever the pool's state.
             let is_own = |job: &JobRef| job.tag() == own;
-            return match crate::core::job::steal_injected(shared, channel, &is_own) {
-                Some(job) => {
-                    local.run_job(job);
-                    true
-                }
-                None => false,
-            };
+            let job = crate::core::job::steal_injected(shared, channel, &is_own);
+            return job.map(|job| local.run_job(job)).is_some();
         }
-        let _slice = keep_slice(local);
         let _outer = Nested::save(shared, local);
         let seat = &shared.meters.seats[local.index];
         let worker = WorkerContext::worker(shared, local);
@@ -431,13 +390,8 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
             Allowed::Subtree(_, within) => within,
             Allowed::Anything(_) => &|_: &JobRef| true,
         };
-        match crate::core::job::steal_within(shared, local.index, channel, within) {
-            Some(job) => {
-                local.run_job(job);
-                true
-            }
-            None => false,
-        }
+        let job = crate::core::job::steal_within(shared, local.index, channel, within);
+        job.map(|job| local.run_job(job)).is_some()
     }
 
     fn run_now(
@@ -446,7 +400,6 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         index: usize,
         take: &mut dyn FnMut() -> Option<LocalTask>,
     ) {
-        let _slice = keep_slice(local);
         let _outside = local.outside_jobs();
         let pool = &**self;
         let shared = &*pool.shared;
@@ -482,27 +435,8 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
     fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
         let shared = self.shared.clone();
         let index = local.index;
-        Box::new(move || {
-            shared.sleep.rouse(index);
-        })
+        Box::new(move || shared.sleep.rouse(index))
     }
-}
-
-/// What the last worker out does, for a worker that cannot exit because it
-/// waits inside a task: called after reading `TERMINATED`.
-fn drain_terminated<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) {
-    // Pairs with the post fence of a push that raced termination (see
-    // `close`): either that pusher sees TERMINATED, or we see its task.
-    fence(Ordering::SeqCst);
-    drop(pool.shared.lifo[local.index].take());
-    pool.drain_all();
-}
-
-/// Restores, as it drops (also in an unwind), the worker's RoundRobin
-/// slice end that a nested search overwrote: the task that waits is judged
-/// by its own slice again (see `should_yield`).
-pub(super) fn keep_slice(local: &WorkerLocal) -> Restore<'_, Option<std::time::Instant>> {
-    Restore::set(&local.slice_end, local.slice_end.get())
 }
 
 /// The next task for `worker`: its LIFO slot's, if the schedule admits it
@@ -583,29 +517,37 @@ fn behind_queue<B: PoolBehavior>(
         .closed_during(|| pool.channel_at(channel).submit(task));
 }
 
-/// A seat's activity, saved as a nested search or run begins inside a
-/// task, restored as it ends (see `core::meters`, "Nested runs").
+/// What a nested search or run inside a task changes of its seat, saved
+/// as it begins and restored as it ends (also in an unwind): the seat's
+/// activity (see `core::meters`, "Nested runs"), and the worker's
+/// RoundRobin slice end, so that the task that waits is judged by its own
+/// slice again (see `should_yield`).
 pub(super) struct Nested<'a> {
     meters: &'a crate::core::meters::Meters,
-    seat: &'a SeatMeters,
+    local: &'a WorkerLocal,
     activity: u32,
+    slice_end: Option<std::time::Instant>,
 }
 
 impl<'a> Nested<'a> {
-    pub(super) fn save(shared: &'a crate::core::Shared, local: &WorkerLocal) -> Nested<'a> {
+    pub(super) fn save(shared: &'a crate::core::Shared, local: &'a WorkerLocal) -> Nested<'a> {
         let meters = &shared.meters;
-        let seat = &meters.seats[local.index];
+        let activity = meters.seats[local.index].activity();
+        let slice_end = local.slice_end.get();
         Nested {
             meters,
-            seat,
-            activity: seat.activity(),
+            local,
+            activity,
+            slice_end,
         }
     }
 }
 
 impl Drop for Nested<'_> {
     fn drop(&mut self) {
-        self.seat.restore(self.meters, self.activity);
+        let seat = &self.meters.seats[self.local.index];
+        seat.restore(self.meters, self.activity);
+        self.local.slice_end.set(self.slice_end);
     }
 }
 
