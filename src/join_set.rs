@@ -159,20 +159,15 @@ impl<T> JoinSet<T> {
 
     /// Takes `handle` into the set, listed for its first poll.
     fn push(&mut self, handle: JoinHandle<T>) {
-        let index = match self.free.pop() {
-            Some(index) => {
-                self.tasks[index] = Some(handle);
-                index
-            }
-            None => {
-                let index = self.tasks.len();
-                let ready = self.ready.clone();
-                self.wakers
-                    .push(Waker::from(Arc::new(Woken { index, ready })));
-                self.tasks.push(Some(handle));
-                index
-            }
-        };
+        let index = self.free.pop().unwrap_or_else(|| {
+            let index = self.tasks.len();
+            let ready = self.ready.clone();
+            self.wakers
+                .push(Waker::from(Arc::new(Woken { index, ready })));
+            self.tasks.push(None);
+            index
+        });
+        self.tasks[index] = Some(handle);
         lock(&self.ready.woken).push(index);
     }
 }

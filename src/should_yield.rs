@@ -80,29 +80,26 @@ pub fn should_yield() -> bool {
 /// Yields once if [`should_yield`] says so, else completes at once
 /// (glommio's `yield_if_needed`): put it in a long future's loop.
 pub fn yield_if_needed() -> YieldIfNeeded {
-    YieldIfNeeded { yielded: None }
+    YieldIfNeeded { yielded: false }
 }
 
 /// The future of [`yield_if_needed`].
 #[must_use = "yield_if_needed does nothing unless awaited"]
 #[derive(Debug)]
 pub struct YieldIfNeeded {
-    /// `None` before the first poll; then whether it yielded.
-    yielded: Option<bool>,
+    /// Whether it yielded: its next poll completes.
+    yielded: bool,
 }
 
 impl Future for YieldIfNeeded {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match self.yielded {
-            Some(_) => Poll::Ready(()),
-            None if should_yield() => {
-                self.yielded = Some(true);
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-            None => Poll::Ready(()),
+        if self.yielded || !should_yield() {
+            return Poll::Ready(());
         }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }

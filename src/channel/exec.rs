@@ -21,7 +21,11 @@ pub trait Exec {
     fn exec<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
-        F::Output: Send + 'static;
+        F::Output: Send + 'static,
+    {
+        self.try_exec(future)
+            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason))
+    }
 
     /// Runs every future of `futures` on the pool through this channel, as
     /// a batch: stored, then announced together (64 at a time), with the
@@ -107,28 +111,17 @@ pub trait Exec {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn spawner(&self) -> Spawner<'_, Self> {
-        Spawner::new(self)
+        Spawner(self)
     }
 }
 
 impl<C: Channel + ?Sized> Exec for C {
-    fn exec<F>(&self, future: F) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.try_exec(future)
-            .unwrap_or_else(|rejected| JoinHandle::rejected(rejected.reason))
-    }
-
     fn try_exec<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Rejected<F>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        try_exec_with(self, future, self.lifo_slot(), task::spawn, |task, link| {
-            self.push(task, link)
-        })
+        try_exec_with(self, future, self.lifo_slot(), task::spawn, C::push)
     }
 
     fn exec_detached<F>(&self, future: F) -> Result<(), Rejected<F>>
@@ -137,9 +130,7 @@ impl<C: Channel + ?Sized> Exec for C {
         F::Output: Send + 'static,
     {
         let detached = |future, scheduler| (task::spawn_detached(future, scheduler), ());
-        try_exec_with(self, future, self.lifo_slot(), detached, |task, link| {
-            self.push(task, link)
-        })
+        try_exec_with(self, future, self.lifo_slot(), detached, C::push)
     }
 
     fn exec_batch<I>(&self, futures: I) -> Vec<JoinHandle<<I::Item as Future>::Output>>
@@ -233,8 +224,8 @@ pub trait ExecParam: Channel {
         F::Output: Send + 'static,
     {
         // The parameter orders the task: it must reach the channel.
-        try_exec_with(self, future, false, task::spawn, |task, link| {
-            self.push_param(task, param, link)
+        try_exec_with(self, future, false, task::spawn, |channel, task, link| {
+            channel.push_param(task, param, link)
         })
     }
 }
@@ -247,7 +238,7 @@ fn try_exec_with<C: Channel + ?Sized, F, H>(
     future: F,
     lifo: bool,
     make: impl FnOnce(F, SchedulerRef) -> (RunningTask, H),
-    push: impl FnOnce(RunningTask, &ChannelLink),
+    push: impl FnOnce(&C, RunningTask, &ChannelLink),
 ) -> Result<H, Rejected<F>> {
     let Some(link) = channel.link() else {
         let reason = CancelReason::ChannelNotAttached;
@@ -291,22 +282,22 @@ impl<C: Channel + ?Sized> Submit for C {
             task.set_cancel_reason(Some(CancelReason::OtherPool));
             return;
         }
-        enqueue(self, link, task, lifo, false, |task, link| {
-            self.push(task, link)
-        });
+        enqueue(self, link, task, lifo, false, C::push);
     }
 }
 
 /// The one path by which tasks enter a channel of their pool, `push`
-/// storing them; or, if `lifo` allows it, the calling worker's LIFO slot.
-/// `new`: a task just made (counted as submitted, see `core::meters`).
+/// storing them (`Channel::push`, or `ExecParam::push_param` with the
+/// task's parameter); or, if `lifo` allows it, the calling worker's LIFO
+/// slot. `new`: a task just made (counted as submitted, see
+/// `core::meters`).
 pub(super) fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,
     mut task: RunningTask,
     lifo: bool,
     new: bool,
-    push: impl FnOnce(RunningTask, &ChannelLink),
+    push: impl FnOnce(&C, RunningTask, &ChannelLink),
 ) {
     let shared = &link.shared;
     // A yield goes behind the queued work, not into the slot.
@@ -324,7 +315,7 @@ pub(super) fn enqueue<C: Channel + ?Sized>(
     // mark the bit all the same (a stale set bit is harmless; a clear one
     // over a stored task would strand it). A task it did not store was
     // dropped in the unwinding, which cancels it.
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| push(task, link))) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| push(channel, task, link))) {
         push_panicked(shared, link.index, panic);
     }
     // Marks the status bit (post fence, and set fence if it set it), then

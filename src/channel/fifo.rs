@@ -88,9 +88,9 @@ impl Channel for VecDequeChannel {
     }
 
     fn may_have_tasks(&self) -> bool {
-        match self.link.get() {
-            Some(link) => self.queue.may_have_tasks(link),
-            None => false, // never attached: nothing was ever pushed
-        }
+        // Never attached: nothing was ever pushed.
+        self.link
+            .get()
+            .is_some_and(|link| self.queue.may_have_tasks(link))
     }
 }

@@ -76,8 +76,6 @@ pub(crate) fn move_into<C: Channel + ?Sized>(
     if let Some(count) = count {
         count.hand_to(&task);
     }
-    enqueue(channel, link, task, lifo, false, |task, link| {
-        channel.push(task, link)
-    });
+    enqueue(channel, link, task, lifo, false, C::push);
     Ok(())
 }

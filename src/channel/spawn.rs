@@ -19,13 +19,7 @@ use super::{Channel, Exec, MultiChannel, VecDequeChannel};
 /// gives a handle to wait for it. A future the pool refuses (closing, or
 /// the channel attached to no pool) comes back as
 /// [`SpawnError::shutdown`], and is dropped.
-pub struct Spawner<'a, C: ?Sized>(&'a C);
-
-impl<'a, C: ?Sized> Spawner<'a, C> {
-    pub(super) fn new(channel: &'a C) -> Spawner<'a, C> {
-        Spawner(channel)
-    }
-}
+pub struct Spawner<'a, C: ?Sized>(pub(super) &'a C);
 
 impl<C: Channel + ?Sized> Spawn for Spawner<'_, C> {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {

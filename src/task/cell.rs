@@ -12,15 +12,13 @@ use futures_task::{waker_ref, ArcWake};
 
 use super::join::{Abort, CancelReason, JoinError, JoinHandle, JoinTarget, MoveError};
 use super::join_waker::JoinWaker;
-use super::state::{
-    Abort as AbortOutcome, Line, Park, Start, State, Wake as WakeOutcome, FIRST_LINE,
-};
+use super::state::{Line, Park, Start, State, FIRST_LINE};
 use super::{Event, Schedule, SchedulerRef, TaskFuture};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU8, Ordering, UnsafeCell};
 
 /// The part of a task that does not depend on its future's type.
 pub(crate) struct Header {
-    pub(super) state: State,
+    state: State,
     /// The entry of the cell's own token (line 0; see the parent module's
     /// "Moves"): written by that token's holder only.
     own: AtomicU32,
@@ -43,7 +41,7 @@ pub(crate) struct Header {
     /// any more, so completing it drops the output at once and skips the
     /// waker (a read-modify-write, and a cache line the submitter's thread
     /// last wrote, on every detached task).
-    pub(super) joined: AtomicBool,
+    joined: AtomicBool,
 }
 
 impl Drop for Header {
@@ -66,11 +64,6 @@ impl Drop for Header {
 }
 
 impl Header {
-    /// The joiner's side of the waker slot (see `join_waker`).
-    pub(super) fn register_joiner(&self, waker: &std::task::Waker) {
-        self.join_waker.register(&self.join_state, waker);
-    }
-
     /// Takes out the stamp of a sampled new task (see `core::meters`), or
     /// 0: for the party that claimed the task's first start.
     #[inline]
@@ -185,26 +178,28 @@ impl Entry<'_> {
         bits_of(self.0.load(Ordering::Relaxed))
     }
 
+    /// Writes `write(word)` over the word, unless that is the word
+    /// already; returns the old word.
     #[inline]
-    fn set_from(self, channel: usize) {
+    fn rewrite(self, write: impl FnOnce(u32) -> u32) -> u32 {
         let old = self.0.load(Ordering::Relaxed);
-        let new = entry_word(channel, bits_of(old));
+        let new = write(old);
         if new != old {
             self.0.store(new, Ordering::Relaxed);
         }
+        old
+    }
+
+    #[inline]
+    fn set_from(self, channel: usize) {
+        self.rewrite(|word| entry_word(channel, bits_of(word)));
     }
 
     /// Sets the bits under `mask` to `value`; returns the old bits.
     #[inline]
     fn update(self, mask: u8, value: u8) -> u8 {
-        let word = self.0.load(Ordering::Relaxed);
-        let old = bits_of(word);
-        let new = (old & !mask) | value;
-        if new != old {
-            self.0
-                .store(entry_word(channel_of(word), new), Ordering::Relaxed);
-        }
-        old
+        let new = |word| entry_word(channel_of(word), (bits_of(word) & !mask) | value);
+        bits_of(self.rewrite(new))
     }
 
     /// The channel the token is in or came from, unless it runs from none
@@ -215,21 +210,10 @@ impl Entry<'_> {
         (bits_of(word) & OFF_CHANNEL == 0).then_some(channel_of(word))
     }
 
-    /// The hint for `State::start` (see [`STARTED`]).
+    /// Whether `bit` ([`COUNTED`], [`REQUEUED`], [`STARTED`]) is set.
     #[inline]
-    fn started(self) -> bool {
-        self.bits() & STARTED != 0
-    }
-
-    /// The token's mark for `State::start` (see [`REQUEUED`]).
-    #[inline]
-    fn requeued(self) -> bool {
-        self.bits() & REQUEUED != 0
-    }
-
-    #[inline]
-    fn counted(self) -> bool {
-        self.bits() & COUNTED != 0
+    fn has(self, bit: u8) -> bool {
+        self.bits() & bit != 0
     }
 
     /// Sets whether the token counts towards close; returns the old value.
@@ -238,29 +222,13 @@ impl Entry<'_> {
         self.update(COUNTED, if counted { COUNTED } else { 0 }) & COUNTED != 0
     }
 
-    /// Records why the task is cancelled if its token is dropped now;
-    /// `None`: the pool decides.
-    #[inline]
-    fn set_cancel_reason(self, reason: Option<CancelReason>) {
-        self.update(CANCEL, reason.map_or(UNSET, |reason| reason as u8));
-    }
-
-    /// Whether the token is (or was last) in a channel's queue: no cancel
-    /// reason recorded since it entered one (see `core::meters`).
-    fn in_queue(self) -> bool {
-        self.bits() & CANCEL == UNSET
-    }
-
     /// Why the task is being cancelled (see [`CANCEL`]).
     fn cancel_reason(self, scheduler: &SchedulerRef) -> CancelReason {
         let code = self.bits() & CANCEL;
-        match CancelReason::from_code(code) {
-            Some(reason) => reason,
-            None => match scheduler.upgrade() {
-                Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
-                _ => CancelReason::PoolClosed,
-            },
-        }
+        CancelReason::from_code(code).unwrap_or_else(|| match scheduler.upgrade() {
+            Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
+            _ => CancelReason::PoolClosed,
+        })
     }
 
     /// Takes the token's count towards close out of it, if it holds one:
@@ -276,9 +244,7 @@ impl Entry<'_> {
     /// channel, or the token is found stale (its completion detaches the
     /// count first, see `TaskCell::finish`).
     fn release_count(self, scheduler: &SchedulerRef) {
-        if let Some(count) = self.detach_count(scheduler) {
-            give_back(count);
-        }
+        give_back(self.detach_count(scheduler));
     }
 }
 
@@ -332,9 +298,11 @@ impl PoolRef {
 }
 
 /// The one way a task's count towards close goes back to its pool
-/// (`Event::Released`), detached by `Header::detach_count`.
-fn give_back(pool: PoolRef) {
-    pool.with(|pool| pool.report(Event::Released));
+/// (`Event::Released`), if `Entry::detach_count` detached one.
+fn give_back(count: Option<PoolRef>) {
+    if let Some(pool) = count {
+        pool.with(|pool| pool.report(Event::Released));
+    }
 }
 
 /// The one way a task goes back to its pool (a wake that claimed it, or
@@ -372,107 +340,67 @@ pub(crate) fn with_polling_task<R>(f: impl FnOnce(&SchedulerRef, Option<usize>) 
 
 /// The future, or what it left behind: its outcome once finished, then
 /// nothing once the joiner took it (or the output of a task nobody joins
-/// was dropped, or the cell is being freed).
-pub(super) enum StageData<F: Future> {
+/// was dropped, or the cell is being freed). Held by the party
+/// responsible for it (see [`TaskCell::with_stage`]).
+enum Stage<F: Future> {
     Running(F),
     Finished(Result<F::Output, JoinError>),
     Empty,
 }
 
-/// The stage as the party responsible for it holds it (see
-/// [`TaskCell::with_stage`]).
-pub(super) struct Stage<'a, F: Future> {
-    data: &'a mut StageData<F>,
-}
-
-impl<F: Future> Stage<'_, F> {
+impl<F: Future> Stage<F> {
     /// The future, pinned, while the task has not finished.
     #[inline]
     fn future(&mut self) -> Option<Pin<&mut F>> {
-        match self.data {
+        match self {
             // SAFETY: the future lives inside the task's `Arc` allocation,
             // which never moves, and never leaves the stage but by being
-            // dropped in place (`drop_held` assigns over it). So it stays
+            // dropped in place (`replace` assigns over it). So it stays
             // pinned.
-            StageData::Running(future) => Some(unsafe { Pin::new_unchecked(future) }),
+            Stage::Running(future) => Some(unsafe { Pin::new_unchecked(future) }),
             _ => None,
         }
     }
 
-    /// Drops what the stage holds, in place, catching a panic there (the
-    /// future's and the output's destructors are user code): the stage is
-    /// empty after, also if one panicked.
-    fn clear(&mut self) {
-        if let Some(panic) = self.drop_held() {
-            panic.log();
-        }
-    }
-
-    /// Replaces what the stage holds by `outcome` (dropping the future in
-    /// place first; a panic there is logged once the outcome is written,
-    /// since the log is user code too).
-    fn finish(&mut self, outcome: Result<F::Output, JoinError>) {
-        let panic = self.drop_held();
-        *self.data = StageData::Finished(outcome);
-        if let Some(panic) = panic {
-            panic.log();
-        }
-    }
-
-    /// Drops what the stage holds and leaves it empty; returns the panic of
-    /// a destructor that panicked, for the caller to log.
-    fn drop_held(&mut self) -> Option<DropPanic> {
-        let future = match self.data {
-            StageData::Empty => return None,
-            StageData::Running(_) => true,
-            StageData::Finished(_) => false,
+    /// Replaces what the stage holds by `next`, dropping the old value in
+    /// place first and catching a panic there (the future's and the
+    /// output's destructors are user code): the stage holds `next` after,
+    /// also if one panicked. The panic is logged once `next` is written,
+    /// since the log is user code too.
+    fn replace(&mut self, next: Stage<F>) {
+        let what = match *self {
+            Stage::Empty => return *self = next,
+            Stage::Running(_) => "future",
+            Stage::Finished(_) => "output",
         };
         // The assignment drops the old value in place; should that panic,
         // the unwinding still writes `Empty`.
-        let data = &mut *self.data;
-        catch_unwind(AssertUnwindSafe(|| *data = StageData::Empty))
-            .err()
-            .map(|payload| DropPanic { future, payload })
-    }
-
-    /// Takes the outcome, if the stage holds it; it is empty after.
-    pub(super) fn take_outcome(&mut self) -> Option<Result<F::Output, JoinError>> {
-        if !matches!(self.data, StageData::Finished(_)) {
-            // A future is never moved out: it is pinned.
-            return None;
-        }
-        match std::mem::replace(self.data, StageData::Empty) {
-            StageData::Finished(outcome) => Some(outcome),
-            _ => unreachable!("checked above"),
+        let dropped = catch_unwind(AssertUnwindSafe(|| *self = Stage::Empty));
+        *self = next;
+        if let Err(panic) = dropped {
+            log_drop_panic(what, panic);
         }
     }
 
-    /// Whether freeing the cell has nothing of the stage to drop.
-    fn nothing_to_drop(&self) -> bool {
-        match &*self.data {
-            StageData::Empty => true,
-            StageData::Finished(outcome) => !std::mem::needs_drop::<F::Output>() && outcome.is_ok(),
-            StageData::Running(_) => false,
+    /// Takes the outcome out, for the joiner; the stage is empty after.
+    fn take_outcome(&mut self) -> Result<F::Output, JoinError> {
+        // A future is never moved out: it is pinned.
+        if let Stage::Finished(_) = self {
+            if let Stage::Finished(outcome) = std::mem::replace(self, Stage::Empty) {
+                return outcome;
+            }
         }
+        panic!("a complete task holds its output until joined")
     }
 }
 
-/// A destructor of what a stage held panicked (see [`Stage::drop_held`]).
-struct DropPanic {
-    /// The future's (else the outcome's).
-    future: bool,
-    payload: Box<dyn std::any::Any + Send>,
-}
-
-impl DropPanic {
-    #[cold]
-    fn log(self) {
-        log::error!(
-            "smartpool: a task's {} panicked while being dropped: {}",
-            if self.future { "future" } else { "output" },
-            crate::contain::panic_message(&*self.payload)
-        );
-    }
+/// Logs the panic of a destructor of what a stage held (`what`: the
+/// future or the output). Out of line, and one copy for every future type.
+#[cold]
+fn log_drop_panic(what: &str, panic: Box<dyn std::any::Any + Send>) {
+    crate::contain::log_panic(panic, |message| {
+        log::error!("smartpool: a task's {what} panicked while being dropped: {message}")
+    });
 }
 
 /// The heap cell of one task: one allocation holds header and future.
@@ -484,8 +412,8 @@ impl DropPanic {
 pub(super) struct TaskCell<F: Future> {
     /// Accessed only through [`TaskCell::with_stage`], by the party
     /// responsible for it (see the module doc).
-    stage: UnsafeCell<StageData<F>>,
-    pub(super) header: Header,
+    stage: UnsafeCell<Stage<F>>,
+    header: Header,
 }
 
 // SAFETY: the only state not already `Sync` is the stage, and it is touched by one party at a time, in an
@@ -513,9 +441,11 @@ impl<F: Future> Drop for TaskCell<F> {
         // SAFETY: (the `with_stage` contract) `&mut self`: nobody else can
         // reach the stage.
         unsafe {
-            self.with_stage(|mut stage| {
-                if !stage.nothing_to_drop() {
-                    stage.clear();
+            self.with_stage(|stage| {
+                // An output with nothing to drop skips the catch.
+                let output = matches!(stage, Stage::Finished(Ok(_)));
+                if !output || std::mem::needs_drop::<F::Output>() {
+                    stage.replace(Stage::Empty);
                 }
             })
         }
@@ -638,7 +568,7 @@ impl RunningTask {
     /// token enters a channel, `enter_channel`).
     #[inline]
     pub(crate) fn is_requeued(&self) -> bool {
-        self.task.entry().requeued()
+        self.task.entry().has(REQUEUED)
     }
 
     /// The token enters channel `channel`: records it, and records that a
@@ -683,7 +613,8 @@ impl RunningTask {
     /// Records why the task is cancelled if this token is dropped now;
     /// `None`: the pool decides (see [`CancelReason`]).
     pub(crate) fn set_cancel_reason(&self, reason: Option<CancelReason>) {
-        self.task.entry().set_cancel_reason(reason);
+        let code = reason.map_or(UNSET, |reason| reason as u8);
+        self.task.entry().update(CANCEL, code);
     }
 
     /// Polls the task once. Catches a panic of the future.
@@ -732,7 +663,7 @@ pub(crate) fn spawn<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
 ) -> (RunningTask, JoinHandle<F::Output>) {
-    spawn_with(future, scheduler, false)
+    with_handle(new_cell(future, scheduler, false, true))
 }
 
 /// Creates a task that can never move (see the parent module's "Moves"):
@@ -741,7 +672,7 @@ pub(crate) fn spawn_unmovable<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
 ) -> (RunningTask, JoinHandle<F::Output>) {
-    spawn_with(future, scheduler, true)
+    with_handle(new_cell(future, scheduler, true, true))
 }
 
 /// Creates a task for `future` with no handle, owned by the pool behind
@@ -751,12 +682,8 @@ pub(crate) fn spawn_detached<F: TaskFuture>(future: F, scheduler: SchedulerRef) 
     RunningTask::new(new_cell(future, scheduler, false, false))
 }
 
-fn spawn_with<F: TaskFuture>(
-    future: F,
-    scheduler: SchedulerRef,
-    unmovable: bool,
-) -> (RunningTask, JoinHandle<F::Output>) {
-    let cell = new_cell(future, scheduler, unmovable, true);
+/// The token and the handle of a new task's cell.
+fn with_handle<F: TaskFuture>(cell: Arc<TaskCell<F>>) -> (RunningTask, JoinHandle<F::Output>) {
     let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
     (RunningTask::new(cell), join)
 }
@@ -768,15 +695,16 @@ fn new_cell<F: TaskFuture>(
     unmovable: bool,
     joined: bool,
 ) -> Arc<TaskCell<F>> {
-    let (state, bits) = if unmovable {
-        (State::new_unmovable(), STARTED | OFF_CHANNEL)
+    // A blocking task starts started, and runs from no channel.
+    let bits = if unmovable {
+        STARTED | OFF_CHANNEL
     } else {
-        (State::new_scheduled(), UNSET)
+        UNSET
     };
     Arc::new(TaskCell {
-        stage: UnsafeCell::new(StageData::Running(future)),
+        stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
-            state,
+            state: State::new(unmovable),
             own: AtomicU32::new(entry_word(0, bits)),
             moved: AtomicU32::new(entry_word(0, UNSET)),
             registered: AtomicU32::new(0),
@@ -786,12 +714,6 @@ fn new_cell<F: TaskFuture>(
             joined: AtomicBool::new(joined),
         },
     })
-}
-
-/// Drops the output of a task nobody can join: user code, whose panic is
-/// caught and logged (as dropping a `JoinHandle` does).
-fn drop_output<T>(output: T) {
-    crate::contain::drop_contained(output, "dropping a detached task's output");
 }
 
 impl<F: Future> TaskCell<F> {
@@ -807,12 +729,9 @@ impl<F: Future> TaskCell<F> {
     /// other party touches the stage until the caller's next state
     /// transition, or its hand-over of the re-queued task's token, which
     /// follows this call.
-    pub(super) unsafe fn with_stage<R>(&self, f: impl FnOnce(Stage<'_, F>) -> R) -> R {
-        self.stage.with_mut(|data| {
-            // SAFETY: exclusive access, by the caller's contract.
-            let data = unsafe { &mut *data };
-            f(Stage { data })
-        })
+    unsafe fn with_stage<R>(&self, f: impl FnOnce(&mut Stage<F>) -> R) -> R {
+        // SAFETY: exclusive access, by the caller's contract.
+        self.stage.with_mut(|stage| f(unsafe { &mut *stage }))
     }
 
     /// Marks the task complete and tells its joiner. The joiner's waker is
@@ -830,6 +749,23 @@ impl<F: Future> TaskCell<F> {
             || joiner.wake(),
             |message| log::error!("smartpool: a JoinHandle's waker panicked: {message}"),
         );
+    }
+
+    /// What a wake does with the task, whether or not it consumes its
+    /// waker: `Some(line)` if it claimed the task, whose responsibility it
+    /// then holds, `None` if there is nothing for it to do. A wake during
+    /// the task's own poll, on the polling thread (a yield, a future that
+    /// finds more to do), is recorded in the thread's context, for the
+    /// poll's end to re-queue the task: that thread holds the
+    /// responsibility, and the poll's end is sequenced after the wake, so
+    /// there is nothing to publish. Any other wake goes through the state
+    /// word.
+    #[inline]
+    fn claim_by_wake(&self) -> Option<Line> {
+        if crate::context::wake_polling(header_address(&self.header)) {
+            return None;
+        }
+        self.header.state.wake(false)
     }
 }
 
@@ -869,8 +805,29 @@ impl ParkedTask {
 }
 
 impl<F: TaskFuture> CloseWake for TaskCell<F> {
+    /// Claims the task as a wake would; drops it if it does not count
+    /// towards close (with `PoolClosed`), or if it does and close's
+    /// deadline passed (with `CloseTimedOut`), here, not through the
+    /// behavior's followup, which might keep it; else hands it back to the
+    /// pool (a spurious wake).
     fn close_wake(self: Arc<Self>) {
-        TaskCell::close_wake(&self);
+        let Some(line) = self.header.state.wake(false) else {
+            return;
+        };
+        // Claimed: we are responsible, and the line's entry is ours to read.
+        let counted = self.header.line_entry(line).has(COUNTED);
+        let pool = PoolRef::of(&self.header.scheduler);
+        let token = self.token(line, false);
+        let abandoning = || pool.with(|pool| pool.parked().drops(true)) == Some(true);
+        if counted && !abandoning() {
+            return schedule(token);
+        }
+        let reason = if counted {
+            CancelReason::CloseTimedOut
+        } else {
+            CancelReason::PoolClosed
+        };
+        token.set_cancel_reason(Some(reason));
     }
 }
 
@@ -893,18 +850,17 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
 
     fn run(self: Arc<Self>) -> Ran {
         let own = self.header.own();
-        let (started, channel) = (own.started(), own.from() as u32);
-        let start = self.header.state.start(FIRST_LINE, started, own.requeued());
-        let (outcome, first, stamp) = match start {
-            Start::Poll => {
-                let stamp = if started { 0 } else { self.header.take_stamp() };
-                (self.poll(FIRST_LINE, started), !started, stamp)
-            }
-            Start::Aborted => (self.finish_aborted(FIRST_LINE), false, 0),
-            Start::Stale => {
-                let count = self.header.own().detach_count(&self.header.scheduler);
-                (stale(self, count), false, 0)
-            }
+        let (started, channel) = (own.has(STARTED), own.from() as u32);
+        let start = self
+            .header
+            .state
+            .start(FIRST_LINE, started, own.has(REQUEUED));
+        let first = start == Start::Poll && !started;
+        let stamp = if first { self.header.take_stamp() } else { 0 };
+        let outcome = match start {
+            Start::Poll => self.poll(FIRST_LINE, started),
+            Start::Aborted => self.finish_aborted(FIRST_LINE),
+            Start::Stale => stale(self),
         };
         Ran::new(outcome, first, channel, stamp)
     }
@@ -916,13 +872,12 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
 
 /// A token found stale (see the parent module's "Moves"): lets go of the
 /// task, then gives back the token's own count towards close, if it held
-/// one (detached by the caller).
+/// one.
 #[cold]
-fn stale<T>(task: Arc<T>, count: Option<PoolRef>) -> RunOutcome {
+fn stale<T: Runnable>(task: Arc<T>) -> RunOutcome {
+    let count = task.entry().detach_count(&task.header().scheduler);
     drop_reference(task);
-    if let Some(count) = count {
-        give_back(count);
-    }
+    give_back(count);
     RunOutcome::Stale
 }
 
@@ -934,22 +889,14 @@ struct Moved<F: Future> {
     entry: AtomicU32,
 }
 
-impl<F: Future> Moved<F> {
+impl<F: TaskFuture> Moved<F> {
     /// The token of `cell` in `line`, with its entry's channel and bits.
-    fn token(cell: Arc<TaskCell<F>>, line: Line, from: usize, bits: u8) -> RunningTask
-    where
-        F: TaskFuture,
-    {
+    fn token(cell: Arc<TaskCell<F>>, line: Line, from: usize, bits: u8) -> RunningTask {
         RunningTask::new(Arc::new(Moved {
             cell,
             line,
             entry: AtomicU32::new(entry_word(from, bits)),
         }))
-    }
-
-    /// This token's own entry.
-    fn fields(&self) -> Entry<'_> {
-        Entry(&self.entry)
     }
 }
 
@@ -957,7 +904,7 @@ impl<F: Future> Drop for Moved<F> {
     /// A count left in a wrapper (none is, in the paths that consume one:
     /// it goes with the run, or back with the cancellation) goes back.
     fn drop(&mut self) {
-        self.fields().release_count(&self.cell.header.scheduler);
+        Entry(&self.entry).release_count(&self.cell.header.scheduler);
     }
 }
 
@@ -967,26 +914,22 @@ impl<F: TaskFuture> Runnable for Moved<F> {
     }
 
     fn entry(&self) -> Entry<'_> {
-        self.fields()
+        Entry(&self.entry)
     }
 
     fn run(self: Arc<Self>) -> Ran {
-        let header = &self.cell.header;
-        let (started, channel) = (self.entry().started(), self.entry().from() as u32);
-        let start = header
-            .state
-            .start(self.line, started, self.entry().requeued());
+        let (header, entry) = (&self.cell.header, self.entry());
+        let (started, channel) = (entry.has(STARTED), entry.from() as u32);
+        let start = header.state.start(self.line, started, entry.has(REQUEUED));
         if start == Start::Stale {
-            let count = self.entry().detach_count(&header.scheduler);
-            return Ran::new(stale(self, count), false, channel, 0);
+            return Ran::new(stale(self), false, channel, 0);
         }
         let first = start == Start::Poll && !started;
         let stamp = if first { header.take_stamp() } else { 0 };
         // Claimed: the line's fields go where the poller keeps them.
         let moved = header.moved();
-        moved.set_from(self.entry().from());
-        let counted = self.entry().swap_counted(false);
-        let had = moved.swap_counted(counted);
+        moved.set_from(entry.from());
+        let had = moved.swap_counted(entry.swap_counted(false));
         debug_assert!(!had, "a line's count is in one place");
         let (cell, line) = (self.cell.clone(), self.line);
         drop(self);
@@ -1014,7 +957,7 @@ impl<F: TaskFuture> TaskCell<F> {
         // waker clones it, which counts.
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
-        let poll = |mut stage: Stage<'_, F>| {
+        let poll = |stage: &mut Stage<F>| {
             let Some(future) = stage.future() else {
                 unreachable!("a scheduled task holds its future");
             };
@@ -1042,7 +985,7 @@ impl<F: TaskFuture> TaskCell<F> {
                     // (a moved line's tokens are made with the hint).
                     self.header.own().update(STARTED, STARTED);
                 }
-                let counted = self.header.line_entry(line).counted();
+                let counted = self.header.line_entry(line).has(COUNTED);
                 match self.header.state.end_poll_pending(woke_itself, line) {
                     Park::Parked => {
                         self.drop_if_closing(counted);
@@ -1081,21 +1024,18 @@ impl<F: TaskFuture> TaskCell<F> {
         // only ever goes from set to clear): drop it here, on the poller,
         // before the count towards close goes back, rather than with the
         // cell's last reference (perhaps a waker, on any thread, later).
-        let finished = if self.header.joined.load(Ordering::Relaxed) {
-            Some(output)
+        let next = if self.header.joined.load(Ordering::Relaxed) {
+            Stage::Finished(output)
         } else {
-            drop_output(output);
-            None
+            // User code: its panic is caught and logged (as dropping a
+            // `JoinHandle` does).
+            crate::contain::drop_contained(output, "dropping a detached task's output");
+            Stage::Empty
         };
         // SAFETY: (the `with_stage` contract) still the poller (`RUNNING`,
         // with `SCHEDULED` and `ABORTED` if woken or aborted since);
         // `complete` below hands the stage to the joiner.
-        unsafe {
-            self.with_stage(|mut stage| match finished {
-                Some(output) => stage.finish(output),
-                None => stage.clear(),
-            })
-        };
+        unsafe { self.with_stage(|stage| stage.replace(next)) };
         self.finish(line);
         if panicked {
             RunOutcome::Panicked
@@ -1115,52 +1055,44 @@ impl<F: TaskFuture> TaskCell<F> {
     /// it unrun: claims the task as a start would, and cancels it; a stale
     /// token only gives back its own count.
     fn cancel_token(&self, line: Line, entry: Entry<'_>) {
-        let reason = match self
-            .header
-            .state
-            .start(line, entry.started(), entry.requeued())
-        {
-            Start::Stale => {
-                // (Counted as a token that left its queue: see
-                // `core::meters`, "What `queued` is".)
-                if let Some(channel) = entry.channel() {
-                    PoolRef::of(&self.header.scheduler).with(|pool| {
-                        pool.report(Event::Dropped {
-                            channel,
-                            cancelled: false,
-                            queued: true,
-                        })
-                    });
-                }
-                return entry.release_count(&self.header.scheduler);
-            }
-            Start::Aborted => CancelReason::Aborted,
-            Start::Poll => entry.cancel_reason(&self.header.scheduler),
+        let scheduler = &self.header.scheduler;
+        let (started, requeued) = (entry.has(STARTED), entry.has(REQUEUED));
+        let reason = match self.header.state.start(line, started, requeued) {
+            Start::Poll => Some(entry.cancel_reason(scheduler)),
+            Start::Aborted => Some(CancelReason::Aborted),
+            Start::Stale => None,
         };
-        // A task that counts towards close, dropped because close's
-        // deadline passed (not aborted by its user meanwhile): the report
-        // counts it, before its count goes back (which may end the close).
-        // For the pool's counts: the token's channel, and whether it was
-        // dropped in that channel's queue (no cancel reason recorded).
-        let (channel, queued) = (entry.channel(), entry.in_queue());
-        PoolRef::of(&self.header.scheduler).with(|pool| {
+        // For the pool's counts: the token's channel, whether its task is
+        // cancelled, and whether it was dropped in that channel's queue (no
+        // cancel reason recorded; a stale token counts as one that left its
+        // queue: see `core::meters`, "What `queued` is"). A task that counts
+        // towards close, dropped because close's deadline passed (not
+        // aborted by its user meanwhile): the report counts it, before its
+        // count goes back (which may end the close).
+        let channel = entry.channel();
+        let queued = reason.is_none() || entry.bits() & CANCEL == UNSET;
+        PoolRef::of(scheduler).with(|pool| {
             if let Some(channel) = channel {
+                let cancelled = reason.is_some();
                 pool.report(Event::Dropped {
                     channel,
-                    cancelled: true,
+                    cancelled,
                     queued,
                 });
             }
-            if reason == CancelReason::CloseTimedOut && entry.counted() {
+            if reason == Some(CancelReason::CloseTimedOut) && entry.has(COUNTED) {
                 pool.parked().count_abandoned();
             }
         });
-        // SAFETY: (the `with_stage` contract) the claim above made us the
-        // party responsible (`RUNNING`); `complete` hands the stage on.
-        unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
-        self.complete();
-        // (Never panics: `complete` and `Stage::clear` catch user code.)
-        entry.release_count(&self.header.scheduler);
+        if let Some(reason) = reason {
+            // SAFETY: (the `with_stage` contract) the claim above made us
+            // the party responsible (`RUNNING`); `complete` hands the stage
+            // on.
+            unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
+            self.complete();
+        }
+        // (Never panics: `complete` and `Stage::replace` catch user code.)
+        entry.release_count(scheduler);
     }
 
     /// The token for the task in `line`, made by the party responsible
@@ -1184,32 +1116,18 @@ impl<F: TaskFuture> TaskCell<F> {
     #[cold]
     #[inline(never)]
     fn moved_token(self: Arc<Self>, line: Line, mark: u8) -> RunningTask {
+        // The line's fields, its count towards close with them, go into
+        // the new wrapper.
         let moved = self.header.moved();
-        let from = moved.from();
-        let counted = if moved.swap_counted(false) {
-            COUNTED
-        } else {
-            UNSET
-        };
+        let (from, counted) = (moved.from(), moved.update(COUNTED, 0) & COUNTED);
         Moved::token(self, line, from, STARTED | counted | mark)
-    }
-
-    /// The channel the task is queued in, if it is queued and was never
-    /// moved (a hint: its own token's entry, which its holder may be
-    /// writing). A moved task's queued token is a wrapper the cell does not
-    /// reach: `None`.
-    pub(super) fn queued_in(&self) -> Option<usize> {
-        let header = &self.header;
-        header
-            .state
-            .is_queued_in(FIRST_LINE)
-            .then(|| header.own().from())
     }
 
     /// Replaces the future by a cancellation for `reason`, with the reason
     /// readable while the future drops (see `task::cancelling`).
-    fn drop_future(mut stage: Stage<'_, F>, reason: CancelReason) {
-        super::cancelling(reason, || stage.finish(Err(JoinError::cancelled(reason))))
+    fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
+        let cancelled = Stage::Finished(Err(JoinError::cancelled(reason)));
+        super::cancelling(reason, || stage.replace(cancelled))
     }
 
     /// Registers the task with its pool as one that parks, before its
@@ -1235,33 +1153,7 @@ impl<F: TaskFuture> TaskCell<F> {
     fn drop_if_closing(self: &Arc<Self>, counted: bool) {
         let pool = PoolRef::of(&self.header.scheduler);
         if pool.with(|pool| pool.parked().drops(counted)) == Some(true) {
-            self.close_wake();
-        }
-    }
-
-    /// Close reaches a parked task: claims it as a wake would; drops it if
-    /// it does not count towards close (with `PoolClosed`), or if it does
-    /// and close's deadline passed (with `CloseTimedOut`), here, not through
-    /// the behavior's followup, which might keep it; else hands it back to
-    /// the pool (a spurious wake).
-    fn close_wake(self: &Arc<Self>) {
-        let WakeOutcome::Claimed(line) = self.header.state.wake() else {
-            return;
-        };
-        // Claimed: we are responsible, and the line's entry is ours to read.
-        let counted = self.header.line_entry(line).counted();
-        let token = self.clone().token(line, false);
-        if !counted {
-            token.set_cancel_reason(Some(CancelReason::PoolClosed));
-            return drop(token);
-        }
-        let pool = PoolRef::of(&self.header.scheduler);
-        let abandoning = pool.with(|pool| pool.parked().drops(true)) == Some(true);
-        if abandoning {
-            token.set_cancel_reason(Some(CancelReason::CloseTimedOut));
-            drop(token);
-        } else {
-            schedule(token);
+            self.clone().close_wake();
         }
     }
 
@@ -1291,15 +1183,43 @@ impl<F: TaskFuture> TaskCell<F> {
             .line_entry(line)
             .detach_count(&self.header.scheduler);
         drop_reference(self);
-        if let Some(count) = count {
-            give_back(count);
-        }
+        give_back(count);
+    }
+}
+
+impl<F: TaskFuture> JoinTarget<F::Output> for TaskCell<F> {
+    /// The joiner's side of the waker slot (see `join_waker`).
+    fn register(&self, cx: &Context<'_>) {
+        let header = &self.header;
+        header.join_waker.register(&header.join_state, cx.waker());
+    }
+
+    fn detach(&self) {
+        self.header.joined.store(false, Ordering::Relaxed);
+    }
+
+    /// The channel the task is queued in, if it is queued and was never
+    /// moved (a hint: its own token's entry, which its holder may be
+    /// writing). A moved task's queued token is a wrapper the cell does not
+    /// reach: `None`.
+    fn queued_in(&self) -> Option<usize> {
+        let header = &self.header;
+        header
+            .state
+            .is_queued_in(FIRST_LINE)
+            .then(|| header.own().from())
+    }
+
+    unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
+        // SAFETY: (the `with_stage` contract) by this fn's contract we are
+        // the joiner, and saw `COMPLETE`.
+        unsafe { self.with_stage(Stage::take_outcome) }
     }
 }
 
 impl<F: TaskFuture> Abort for TaskCell<F> {
     fn abort(self: Arc<Self>) {
-        if let AbortOutcome::Claimed(line) = self.header.state.abort() {
+        if let Some(line) = self.header.state.wake(true) {
             // Claimed as a wake would: the pool drops the future when it
             // runs the token (or at once, if the pool is gone).
             schedule(self.token(line, false));
@@ -1335,13 +1255,11 @@ impl<F: TaskFuture> Abort for TaskCell<F> {
 pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
     with_polling_task(|scheduler, waiter| {
         // A blocking task lends no level, even when its thread drives the
-        // pool as a guest (`Pool::block_on`).
-        let Some(waiter) = waiter else {
+        // pool as a guest (`Pool::block_on`); nor does a task of another
+        // pool.
+        let Some(waiter) = waiter.filter(|_| task.belongs_to(scheduler)) else {
             return;
         };
-        if !task.belongs_to(scheduler) {
-            return;
-        }
         let PoolRef::OnWorker(pool) = PoolRef::of(scheduler) else {
             return;
         };
@@ -1358,28 +1276,6 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
             )
         });
     });
-}
-
-impl<F: Future> TaskCell<F> {
-    /// What a wake does with the task, whether or not it consumes its
-    /// waker: `Some(line)` if it claimed the task, whose responsibility it
-    /// then holds, `None` if there is nothing for it to do. A wake during
-    /// the task's own poll, on the polling thread (a yield, a future that
-    /// finds more to do), is recorded in the thread's context, for the
-    /// poll's end to re-queue the task: that thread holds the
-    /// responsibility, and the poll's end is sequenced after the wake, so
-    /// there is nothing to publish. Any other wake goes through the state
-    /// word.
-    #[inline]
-    fn claim_by_wake(&self) -> Option<Line> {
-        if crate::context::wake_polling(header_address(&self.header)) {
-            return None;
-        }
-        match self.header.state.wake() {
-            WakeOutcome::Claimed(line) => Some(line),
-            _ => None,
-        }
-    }
 }
 
 impl<F: TaskFuture> ArcWake for TaskCell<F> {

@@ -7,10 +7,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
-use super::cell::TaskCell;
-use super::{RunningTask, SchedulerRef, TaskFuture};
+use super::{RunningTask, SchedulerRef};
 use crate::contain::panic_message;
-use crate::sync::Ordering;
 
 /// Read access to a finished task's output; as an [`Abort`], the same task
 /// to control.
@@ -41,27 +39,6 @@ pub(crate) trait Abort: Send + Sync {
     /// claims it and returns the token of its new line, to be queued in
     /// channel `channel`.
     fn claim_move(self: Arc<Self>, channel: usize) -> Result<RunningTask, MoveError>;
-}
-
-impl<F: TaskFuture> JoinTarget<F::Output> for TaskCell<F> {
-    fn register(&self, cx: &Context<'_>) {
-        self.header.register_joiner(cx.waker());
-    }
-
-    fn detach(&self) {
-        self.header.joined.store(false, Ordering::Relaxed);
-    }
-
-    fn queued_in(&self) -> Option<usize> {
-        TaskCell::queued_in(self)
-    }
-
-    unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
-        // SAFETY: (the `with_stage` contract) by this fn's contract we are
-        // the joiner, and saw `COMPLETE`.
-        let outcome = unsafe { self.with_stage(|mut stage| stage.take_outcome()) };
-        outcome.expect("a complete task holds its output until joined")
-    }
 }
 
 enum Handle<T> {

@@ -43,31 +43,6 @@ pub(crate) type Line = usize;
 /// The line of a task never moved: its cell's own token.
 pub(crate) const FIRST_LINE: Line = 0;
 
-/// What a wake did.
-#[must_use]
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Wake {
-    /// `IDLE → SCHEDULED`: the waker is now responsible and must queue it,
-    /// with a token of this line.
-    Claimed(Line),
-    /// A poll is still to come (it was scheduled, or running: then now woken).
-    Pending,
-    /// The task is complete: nothing to do.
-    Complete,
-}
-
-/// What an abort did.
-#[must_use]
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Abort {
-    /// `IDLE → SCHEDULED+ABORTED`: the aborter is now responsible and must
-    /// hand the task to the pool, with a token of this line.
-    Claimed(Line),
-    /// The flag is set for the party responsible, or was set already, or
-    /// the task is complete: nothing to do.
-    Done,
-}
-
 /// How the token's holder starts a task.
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
@@ -101,63 +76,43 @@ pub(crate) enum Park {
 pub(crate) struct State(AtomicUsize);
 
 impl State {
-    /// A new task: scheduled, its token about to be made.
-    pub(crate) fn new_scheduled() -> State {
-        State(AtomicUsize::new(SCHEDULED))
+    /// A new task: scheduled, its token about to be made. One that can
+    /// never move (`unmovable`: a blocking task) is marked started already.
+    pub(crate) fn new(unmovable: bool) -> State {
+        let started = if unmovable { STARTED } else { 0 };
+        State(AtomicUsize::new(SCHEDULED | started))
     }
 
-    /// A new task that can never move (a blocking task): scheduled, and
-    /// marked started already.
-    pub(crate) fn new_unmovable() -> State {
-        State(AtomicUsize::new(SCHEDULED | STARTED))
-    }
-
-    /// A wake-up, from any thread.
+    /// A wake-up, from any thread; with `abort`, an abort: a wake that
+    /// also sets `ABORTED` (see the parent module's "Abort"). Returns the
+    /// line of a parked task it claimed (`IDLE → SCHEDULED(+ABORTED)`): the
+    /// caller is now responsible, and hands the task to the pool with a
+    /// token of that line. `None` otherwise: a complete task, or one
+    /// aborted already, is left as it is; in any other state a start, or
+    /// the end of the poll in progress, is still to come (a poll that woke
+    /// itself leaves an abort to the start of its re-queued token). A wake
+    /// there adds `SCHEDULED`, or writes the word back unchanged when it
+    /// has it, to publish our memory to the coming poll (see the module
+    /// doc).
     #[inline]
-    pub(crate) fn wake(&self) -> Wake {
+    pub(crate) fn wake(&self, abort: bool) -> Option<Line> {
+        let flags = if abort {
+            SCHEDULED | ABORTED
+        } else {
+            SCHEDULED
+        };
         let mut current = self.0.load(Ordering::Acquire);
         loop {
-            let (next, outcome) = match current & KIND {
-                IDLE => (current | SCHEDULED, Wake::Claimed(current & !STATE)),
-                RUNNING => (current | SCHEDULED, Wake::Pending),
-                COMPLETE => return Wake::Complete,
-                // SCHEDULED or RUNNING+SCHEDULED: write it back unchanged to
-                // publish our memory to the coming poll (see the module doc).
-                _ => (current, Wake::Pending),
-            };
-            match self
-                .0
-                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return outcome,
-                Err(actual) => current = actual,
+            if current & KIND == COMPLETE || (abort && current & ABORTED != 0) {
+                return None;
             }
-        }
-    }
-
-    /// An abort, from any thread: a wake that also sets `ABORTED` (see the
-    /// parent module's "Abort").
-    pub(crate) fn abort(&self) -> Abort {
-        let mut current = self.0.load(Ordering::Acquire);
-        loop {
-            let (next, outcome) = match current & KIND {
-                IDLE => (
-                    current | SCHEDULED | ABORTED,
-                    Abort::Claimed(current & !STATE),
-                ),
-                COMPLETE => return Abort::Done,
-                aborted if aborted & ABORTED != 0 => return Abort::Done,
-                // SCHEDULED, RUNNING or RUNNING+SCHEDULED: a start, or the
-                // end of the poll in progress, is still to come, and finds
-                // the flag (a poll that woke itself leaves it to the start
-                // of its re-queued token).
-                _ => (current | SCHEDULED | ABORTED, Abort::Done),
-            };
-            match self
-                .0
-                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return outcome,
+            match self.0.compare_exchange_weak(
+                current,
+                current | flags,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return (current & KIND == IDLE).then_some(current & !STATE),
                 Err(actual) => current = actual,
             }
         }
@@ -319,21 +274,21 @@ mod test {
 
     #[test]
     fn transitions() {
-        let s = State::new_scheduled();
-        assert_eq!(s.wake(), Wake::Pending, "already scheduled");
+        let s = State::new(false);
+        assert_eq!(s.wake(false), None, "already scheduled");
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
-        assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
-        assert_eq!(s.wake(), Wake::Pending, "second wake is a no-op");
+        assert_eq!(s.wake(false), Some(FIRST_LINE));
+        assert_eq!(s.wake(false), None, "second wake is a no-op");
         assert_eq!(s.start(FIRST_LINE, true, false), Start::Poll);
-        assert_eq!(s.wake(), Wake::Pending);
-        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.wake(false), None);
+        assert_eq!(s.wake(false), None);
         assert_eq!(
             s.end_poll_pending(false, FIRST_LINE),
             Park::Requeue,
             "woken during poll"
         );
-        assert_eq!(s.wake(), Wake::Pending, "re-queued: left running");
+        assert_eq!(s.wake(false), None, "re-queued: left running");
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
         assert_eq!(
             s.end_poll_pending(true, FIRST_LINE),
@@ -341,7 +296,7 @@ mod test {
             "woke itself"
         );
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
-        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.wake(false), None);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue, "both");
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
@@ -352,7 +307,7 @@ mod test {
         );
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
-        assert_eq!(s.wake(), Wake::Claimed(FIRST_LINE));
+        assert_eq!(s.wake(false), Some(FIRST_LINE));
         assert_eq!(
             s.start(FIRST_LINE, true, true),
             Start::Poll,
@@ -360,60 +315,60 @@ mod test {
         );
         s.complete();
         assert!(s.is_complete());
-        assert_eq!(s.wake(), Wake::Complete);
-        assert_eq!(s.abort(), Abort::Done, "complete: nothing to abort");
+        assert_eq!(s.wake(false), None);
+        assert_eq!(s.wake(true), None, "complete: nothing to abort");
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Stale);
     }
 
     #[test]
     fn abort_transitions() {
         // Queued: the holder finds the flag as it starts.
-        let s = State::new_scheduled();
-        assert_eq!(s.abort(), Abort::Done);
-        assert_eq!(s.abort(), Abort::Done, "twice");
-        assert_eq!(s.wake(), Wake::Pending);
+        let s = State::new(false);
+        assert_eq!(s.wake(true), None);
+        assert_eq!(s.wake(true), None, "twice");
+        assert_eq!(s.wake(false), None);
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Aborted);
 
         // Parked: the aborter claims it, once.
-        let s = State::new_scheduled();
+        let s = State::new(false);
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Parked);
-        assert_eq!(s.abort(), Abort::Claimed(FIRST_LINE));
-        assert_eq!(s.abort(), Abort::Done);
-        assert_eq!(s.wake(), Wake::Pending, "claimed already");
+        assert_eq!(s.wake(true), Some(FIRST_LINE));
+        assert_eq!(s.wake(true), None);
+        assert_eq!(s.wake(false), None, "claimed already");
         assert_eq!(s.start(FIRST_LINE, true, false), Start::Aborted);
 
         // Running: the poll's end finds it.
-        let s = State::new_scheduled();
+        let s = State::new(false);
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
-        assert_eq!(s.abort(), Abort::Done);
-        assert_eq!(s.wake(), Wake::Pending);
+        assert_eq!(s.wake(true), None);
+        assert_eq!(s.wake(false), None);
         assert_eq!(s.end_poll_pending(false, FIRST_LINE), Park::Aborted);
         assert_eq!(s.move_line(), Err(MoveError::Aborted), "not movable");
         s.complete();
-        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(true), None);
 
         // Running, and woken by itself: the poll's end does not look; the
         // re-queued token's start finds it.
-        let s = State::new_scheduled();
+        let s = State::new(false);
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
-        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(true), None);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
-        assert_eq!(s.abort(), Abort::Done, "twice");
+        assert_eq!(s.wake(true), None, "twice");
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Aborted);
         s.complete();
 
         // Re-queued by a self-wake, then aborted in the queue.
-        let s = State::new_scheduled();
+        let s = State::new(false);
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
         assert_eq!(s.end_poll_pending(true, FIRST_LINE), Park::Requeue);
-        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(true), None);
         assert_eq!(s.start(FIRST_LINE, true, true), Start::Aborted);
     }
 
     #[test]
     fn move_transitions() {
-        let s = State::new_scheduled();
+        let s = State::new(false);
         let line = s.move_line().expect("queued: moved");
         assert_ne!(line, FIRST_LINE);
         assert_eq!(
@@ -427,7 +382,7 @@ mod test {
             Start::Stale,
             "the first move's token"
         );
-        assert_eq!(s.wake(), Wake::Pending, "queued: a wake keeps the line");
+        assert_eq!(s.wake(false), None, "queued: a wake keeps the line");
         assert!(s.is_queued_in(newer));
         assert_eq!(
             s.start(newer, true, false),
@@ -452,9 +407,9 @@ mod test {
         assert_eq!(s.end_poll_pending(false, newer), Park::Parked);
         assert_eq!(s.move_line(), Err(MoveError::Parked));
         assert_eq!(s.start(newer, true, true), Start::Stale, "parked: no token");
-        assert_eq!(s.wake(), Wake::Claimed(newer));
+        assert_eq!(s.wake(false), Some(newer));
         assert_eq!(s.move_line(), Err(MoveError::Started));
-        assert_eq!(s.abort(), Abort::Done);
+        assert_eq!(s.wake(true), None);
         assert_eq!(s.move_line(), Err(MoveError::Aborted));
         assert_eq!(s.start(line, true, false), Start::Stale);
         assert_eq!(s.start(newer, true, false), Start::Aborted);
@@ -468,7 +423,7 @@ mod test {
         assert!(s.is_complete());
 
         // A blocking task never moves.
-        let s = State::new_unmovable();
+        let s = State::new(true);
         assert_eq!(s.move_line(), Err(MoveError::Started));
         assert_eq!(s.start(FIRST_LINE, false, false), Start::Poll);
 
