@@ -442,9 +442,11 @@ impl<F: Future> Drop for TaskCell<F> {
         // reach the stage.
         unsafe {
             self.with_stage(|stage| {
-                // An output with nothing to drop skips the catch.
+                // An empty stage, or an output with nothing to drop, skips
+                // the catch.
                 let output = matches!(stage, Stage::Finished(Ok(_)));
-                if !output || std::mem::needs_drop::<F::Output>() {
+                let empty = matches!(stage, Stage::Empty);
+                if !empty && (!output || std::mem::needs_drop::<F::Output>()) {
                     stage.replace(Stage::Empty);
                 }
             })
