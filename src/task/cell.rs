@@ -355,29 +355,36 @@ impl<F: Future> Stage<F> {
         match self {
             // SAFETY: the future lives inside the task's `Arc` allocation,
             // which never moves, and never leaves the stage but by being
-            // dropped in place (`replace` assigns over it). So it stays
+            // dropped in place (`finish` assigns over it). So it stays
             // pinned.
             Stage::Running(future) => Some(unsafe { Pin::new_unchecked(future) }),
             _ => None,
         }
     }
 
-    /// Replaces what the stage holds by `next`, dropping the old value in
-    /// place first and catching a panic there (the future's and the
-    /// output's destructors are user code): the stage holds `next` after,
-    /// also if one panicked. The panic is logged once `next` is written,
-    /// since the log is user code too.
-    fn replace(&mut self, next: Stage<F>) {
+    /// Drops what the stage holds, in place, catching a panic there (the
+    /// future's and the output's destructors are user code), then writes
+    /// `outcome` if there is one: the stage holds it after, or is empty,
+    /// also if a destructor panicked. The panic is logged once the stage is
+    /// written, since the log is user code too. (It takes the outcome, not
+    /// a whole stage: a stage is the size of the future, and would be
+    /// copied in.)
+    fn finish(&mut self, outcome: Option<Result<F::Output, JoinError>>) {
         let what = match *self {
-            Stage::Empty => return *self = next,
-            Stage::Running(_) => "future",
-            Stage::Finished(_) => "output",
+            Stage::Empty => None,
+            Stage::Running(_) => Some("future"),
+            Stage::Finished(_) => Some("output"),
         };
         // The assignment drops the old value in place; should that panic,
         // the unwinding still writes `Empty`.
-        let dropped = catch_unwind(AssertUnwindSafe(|| *self = Stage::Empty));
-        *self = next;
-        if let Err(panic) = dropped {
+        let panic = what.and_then(|what| {
+            let dropped = catch_unwind(AssertUnwindSafe(|| *self = Stage::Empty));
+            dropped.err().map(|panic| (what, panic))
+        });
+        if let Some(outcome) = outcome {
+            *self = Stage::Finished(outcome);
+        }
+        if let Some((what, panic)) = panic {
             log_drop_panic(what, panic);
         }
     }
@@ -447,7 +454,7 @@ impl<F: Future> Drop for TaskCell<F> {
                 let output = matches!(stage, Stage::Finished(Ok(_)));
                 let empty = matches!(stage, Stage::Empty);
                 if !empty && (!output || std::mem::needs_drop::<F::Output>()) {
-                    stage.replace(Stage::Empty);
+                    stage.finish(None);
                 }
             })
         }
@@ -1026,18 +1033,18 @@ impl<F: TaskFuture> TaskCell<F> {
         // only ever goes from set to clear): drop it here, on the poller,
         // before the count towards close goes back, rather than with the
         // cell's last reference (perhaps a waker, on any thread, later).
-        let next = if self.header.joined.load(Ordering::Relaxed) {
-            Stage::Finished(output)
+        let outcome = if self.header.joined.load(Ordering::Relaxed) {
+            Some(output)
         } else {
             // User code: its panic is caught and logged (as dropping a
             // `JoinHandle` does).
             crate::contain::drop_contained(output, "dropping a detached task's output");
-            Stage::Empty
+            None
         };
         // SAFETY: (the `with_stage` contract) still the poller (`RUNNING`,
         // with `SCHEDULED` and `ABORTED` if woken or aborted since);
         // `complete` below hands the stage to the joiner.
-        unsafe { self.with_stage(|stage| stage.replace(next)) };
+        unsafe { self.with_stage(|stage| stage.finish(outcome)) };
         self.finish(line);
         if panicked {
             RunOutcome::Panicked
@@ -1093,7 +1100,7 @@ impl<F: TaskFuture> TaskCell<F> {
             unsafe { self.with_stage(|stage| Self::drop_future(stage, reason)) };
             self.complete();
         }
-        // (Never panics: `complete` and `Stage::replace` catch user code.)
+        // (Never panics: `complete` and `Stage::finish` catch user code.)
         entry.release_count(scheduler);
     }
 
@@ -1128,8 +1135,8 @@ impl<F: TaskFuture> TaskCell<F> {
     /// Replaces the future by a cancellation for `reason`, with the reason
     /// readable while the future drops (see `task::cancelling`).
     fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
-        let cancelled = Stage::Finished(Err(JoinError::cancelled(reason)));
-        super::cancelling(reason, || stage.replace(cancelled))
+        let cancelled = Err(JoinError::cancelled(reason));
+        super::cancelling(reason, || stage.finish(Some(cancelled)))
     }
 
     /// Registers the task with its pool as one that parks, before its
