@@ -78,7 +78,8 @@ impl Default for BlockingConfig {
 pub(crate) struct Blocking {
     state: Arc<State>,
     name: String,
-    stack_size: usize,
+    /// The threads' stack size, in bytes.
+    pub(crate) stack_size: usize,
 }
 
 struct State {
@@ -120,11 +121,6 @@ impl Blocking {
         }
     }
 
-    /// The stack size of the blocking threads, in bytes.
-    pub(crate) fn stack_size(&self) -> usize {
-        self.stack_size
-    }
-
     /// Queues `job` for a blocking thread (see the module doc); a stand-in
     /// job may start a thread past the bound. If no thread runs and none
     /// could be started, calls `job(false)` and returns the error.
@@ -155,30 +151,25 @@ impl Blocking {
             .name(self.name.clone())
             .stack_size(self.stack_size)
             .spawn(move || state.serve());
-        match spawned {
-            Ok(_) => {
-                lock(&self.state.inner).starting -= 1;
-                Ok(())
-            }
-            Err(e) => {
-                // If a thread took our job meanwhile, it runs; else we take
-                // it back, unless a thread is running (not starting) that
-                // will take it when its job ends.
-                let mut inner = lock(&self.state.inner);
-                inner.threads -= 1;
-                inner.starting -= 1;
-                let Some(at) = inner.queue.iter().position(|(job, _)| *job == id) else {
-                    return Ok(());
-                };
-                if inner.threads > inner.starting + inner.idle && !stand_in {
-                    return Ok(());
-                }
-                let (_, job) = inner.queue.remove(at).expect("found above");
-                drop(inner);
-                job(false);
-                Err(e)
-            }
+        let mut inner = lock(&self.state.inner);
+        inner.starting -= 1;
+        let Err(e) = spawned else {
+            return Ok(());
+        };
+        // If a thread took our job meanwhile, it runs; else we take it
+        // back, unless a thread is running (not starting) that will take
+        // it when its job ends.
+        inner.threads -= 1;
+        let Some(at) = inner.queue.iter().position(|(job, _)| *job == id) else {
+            return Ok(());
+        };
+        if inner.threads > inner.starting + inner.idle && !stand_in {
+            return Ok(());
         }
+        let (_, job) = inner.queue.remove(at).expect("found above");
+        drop(inner);
+        job(false);
+        Err(e)
     }
 
     /// Threads started and not exited (for tests and reports).

@@ -254,9 +254,7 @@ pub(crate) fn available() -> bool {
 /// worker, or its locals are being destroyed).
 #[inline]
 pub(crate) fn pool() -> *const () {
-    CONTEXT
-        .try_with(|c| c.pool.get())
-        .unwrap_or(std::ptr::null())
+    pool_and_worker_address().0
 }
 
 /// Calls `f` with the block of counts this thread writes for the pool

@@ -25,7 +25,7 @@ use crossbeam_deque::{Stealer, Worker};
 
 use super::Shared;
 use crate::context::Entered;
-use crate::lifo::LifoSlot;
+use crate::lifo::{LifoSlot, SlotTask};
 use crate::task::RunningTask;
 
 /// The deques a worker thread owns, one per channel index.
@@ -195,12 +195,20 @@ impl WorkerLocal {
     }
 
     /// Empties the slot and every local deque (at exit), dropping what it
-    /// finds, and frees the finished tasks' cells it kept.
+    /// finds.
     pub(crate) fn drain(&self, shared: &Shared) {
-        drop(shared.lifo[self.index].take());
-        for channel in self.channels.iter() {
-            while channel.deque.pop().is_some() {}
-        }
+        self.take_all(shared).for_each(drop);
+    }
+
+    /// Takes the task in the worker's LIFO slot at once, then, as it is
+    /// iterated, those in its local deques, each with its channel: what
+    /// a thread leaving the seat drops or moves out (`Pool::move_out`).
+    pub(crate) fn take_all<'a>(&'a self, shared: &Shared) -> impl Iterator<Item = SlotTask> + 'a {
+        let channels = self.channels.iter().enumerate();
+        let deques = channels.flat_map(|(channel, mine)| {
+            std::iter::from_fn(|| mine.deque.pop()).map(move |task| (channel, task))
+        });
+        shared.lifo[self.index].take().into_iter().chain(deques)
     }
 }
 
@@ -481,14 +489,8 @@ impl WorkerLocal {
     /// there was one. A job runs whatever the pool's state: its owner
     /// waits for it.
     pub(crate) fn run_stolen(&self) -> bool {
-        if !self.holding.replace(false) {
-            return false;
-        }
-        let Some(job) = self.stolen.take() else {
-            return false;
-        };
-        self.run_job(job);
-        true
+        let job = self.holding.replace(false).then(|| self.stolen.take());
+        job.flatten().map(|job| self.run_job(job)).is_some()
     }
 
     /// Runs `job` on this worker: `should_yield` inside it answers for the
@@ -621,17 +623,6 @@ unsafe fn with_local<R>(f: impl FnOnce(&WorkerLocal, *const ()) -> R) -> Option<
     Some(f(unsafe { &*address.cast::<WorkerLocal>() }, pool))
 }
 
-/// The calling thread's seat, if it holds one of the pool `pool_id`'s (a
-/// worker thread's or a guest's): its index.
-#[inline]
-pub(crate) fn seat_of(pool_id: usize) -> Option<usize> {
-    // (Cold: a thread's first submit to a pool. The checked path will do.)
-    crate::context::with_worker(|local: &WorkerLocal| {
-        (local.pool_id == pool_id).then_some(local.index)
-    })
-    .flatten()
-}
-
 /// Whether the task of channel `channel` of the pool at `pool`, which the
 /// calling thread is polling, should yield (see `WorkerLocal::should_yield`):
 /// `false` unless the calling thread is a worker of that pool. No borrow of
@@ -665,8 +656,7 @@ pub(crate) fn current() -> Option<Rc<WorkerLocal>> {
 /// Whether the calling thread is one of the pool `pool_id`'s own worker
 /// threads (not a guest).
 pub(crate) fn is_own_worker_of(pool_id: usize) -> bool {
-    crate::context::with_worker(|local: &WorkerLocal| local.pool_id == pool_id && !local.guest)
-        .unwrap_or(false)
+    current_of(pool_id).is_some_and(|local| !local.guest)
 }
 
 /// The calling thread's worker, if it is a worker of the pool `pool_id`

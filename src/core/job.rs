@@ -55,7 +55,6 @@ impl Tag {
 }
 
 /// A type-erased pointer to a job and the function that runs it.
-#[derive(Debug)]
 pub(crate) struct JobRef {
     data: *const (),
     run: unsafe fn(*const ()),
@@ -167,13 +166,8 @@ pub(crate) fn steal(shared: &Shared, seat: usize, channel: usize) -> Option<JobR
     if !used(shared, channel) {
         return None;
     }
-    let seats = shared.job_stealers.len();
-    for k in 1..seats {
-        if let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() {
-            if let Some(job) = settle(|| stealer.steal()) {
-                return Some(job);
-            }
-        }
+    if let Some(job) = others(shared, seat, channel).find_map(|s| settle(|| s.steal())) {
+        return Some(job);
     }
     let injector = shared.job_injectors[channel].get()?;
     settle(|| injector.steal())
@@ -194,11 +188,7 @@ pub(crate) fn steal_within(
     if !used(shared, channel) {
         return None;
     }
-    let seats = shared.job_stealers.len();
-    for k in 1..seats {
-        let Some(stealer) = shared.job_stealers[(seat + k) % seats][channel].get() else {
-            continue;
-        };
+    for stealer in others(shared, seat, channel) {
         while let Some(job) = settle(|| stealer.steal()) {
             if within(&job) {
                 return Some(job);
@@ -236,6 +226,13 @@ pub(crate) fn steal_injected(
         shared.pushed(channel);
     }
     found
+}
+
+/// The stealers of `channel`'s job deques of the seats other than `seat`
+/// (those made), starting with its right-hand neighbour.
+fn others(shared: &Shared, seat: usize, channel: usize) -> impl Iterator<Item = &Stealer<JobRef>> {
+    let seats = shared.job_stealers.len();
+    (1..seats).filter_map(move |k| shared.job_stealers[(seat + k) % seats][channel].get())
 }
 
 /// Repeats `steal` while it says retry.

@@ -42,7 +42,6 @@
 //! guest seats, one that is free or retiring is always there for a worker
 //! about to block, unless a driving thread holds it.
 
-use std::fmt;
 use std::task::Waker;
 
 use super::context::WorkerLocal;
@@ -140,13 +139,6 @@ impl Seats {
     /// stands in for a worker.
     pub(crate) fn all_free(&self) -> bool {
         lock(&self.inner).free.len() == self.total
-    }
-}
-
-impl fmt::Debug for Seats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let free = lock(&self.inner).free.len();
-        f.debug_struct("Seats").field("free", &free).finish()
     }
 }
 

@@ -11,12 +11,12 @@ use super::{Parked, Seats};
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
 use crate::status::{Bit, BitSet, Status};
+use crate::sync::lock_std;
 use crate::task::RunningTask;
 use crate::wait_clock::WaitClock;
 use std::sync::Arc;
 
 /// What the pool knows of each channel.
-#[derive(Debug)]
 pub(crate) struct ChannelInfo {
     /// The channel's key, as `Debug` prints it: for logs.
     pub(crate) name: Box<str>,
@@ -34,7 +34,6 @@ pub(crate) struct ChannelInfo {
 
 /// What a level's options (reservations, a starvation bound) add to each
 /// of its channels.
-#[derive(Debug)]
 pub(crate) struct ChannelOptions {
     /// The reserved sleep domains that serve the channel's level, nearest
     /// first (see `sleep`'s "Domains"; empty if no reservation covers it).
@@ -96,8 +95,8 @@ pub(crate) struct Shared {
     /// catches its own panics).
     pub(crate) on_deadlock: std::sync::OnceLock<DeadlockHandler>,
     /// Whether channel `index` may hold a task (its `may_have_tasks`,
-    /// caught; set once the pool exists): the deadlock check confirms a
-    /// status bit with it.
+    /// caught, and its jobs; set once the pool exists): the deadlock check
+    /// confirms a status bit with it.
     pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
     /// What the pool did, for `Pool::metrics` (see `meters`).
     pub(crate) meters: super::meters::Meters,
@@ -132,14 +131,13 @@ impl Bell {
 
     #[cold]
     fn ring_now(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.1 = true;
+        lock_std(&self.state).1 = true;
         self.wake.notify_all();
     }
 
     /// Stops the watcher for good.
     pub(crate) fn stop(&self) {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).0 = true;
+        lock_std(&self.state).0 = true;
         self.wake.notify_all();
     }
 
@@ -147,7 +145,7 @@ impl Bell {
     /// once stopped.
     pub(crate) fn wait(&self, period: std::time::Duration, idle: bool) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let state = lock_std(&self.state);
         self.idle.store(idle, Relaxed);
         // Until stopped, or (waiting idle) rung.
         let (mut state, _) = self
@@ -184,9 +182,9 @@ impl Shared {
     /// whether its own poll re-queued the task (woken during it: a yield).
     #[inline]
     pub(crate) fn account(&self, task: &RunningTask, index: usize, new: bool) -> bool {
-        let stamp = self
-            .meters
-            .entered(index, new, || super::context::seat_of(self.id));
+        // The seat resolves on a thread's first submit to the pool: cold.
+        let seat = || super::context::current_of(self.id).map(|local| local.index);
+        let stamp = self.meters.entered(index, new, seat);
         if stamp != 0 {
             task.stamp(stamp);
         }
@@ -248,19 +246,20 @@ impl Shared {
     }
 
     /// Worker thread `index` blocks as `state` until the guard drops (see
-    /// `blocked`); if it is the last one to, and a task is queued
-    /// (`work_remains`: the pool asks its channels, as a status bit may be
-    /// stale), reports the deadlock.
-    pub(crate) fn block(
-        &self,
-        index: usize,
-        state: WorkerState,
-        work_remains: impl Fn() -> bool,
-    ) -> BlockedGuard<'_> {
-        if self.blocked.block(index, state) && self.status.any() && work_remains() {
+    /// `blocked`); if it is the last one to, and a task is queued (see
+    /// [`Shared::may_hold`]), reports the deadlock.
+    pub(crate) fn block(&self, index: usize, state: WorkerState) -> BlockedGuard<'_> {
+        if self.blocked.block(index, state) && (0..self.channels.len()).any(|i| self.may_hold(i)) {
             self.deadlocked();
         }
         BlockedGuard(self, index)
+    }
+
+    /// Whether channel `index` may hold a task: its status bit is set, and
+    /// the pool's [`Shared::channel_holds`] confirms it (a bit may be stale).
+    fn may_hold(&self, index: usize) -> bool {
+        self.status.is_set(self.channels[index].bit)
+            && self.channel_holds.get().is_none_or(|holds| holds(index))
     }
 
     /// Every worker thread is blocked while a task is queued: reports it
@@ -273,14 +272,11 @@ impl Shared {
         }
         // Tasks no unblocked worker serves: those of channels whose reserved
         // domains are all blocked too (without reservations: any), and
-        // that hold a task (a bit may be stale).
-        let holds = self.channel_holds.get();
+        // that may hold a task.
         let channels = self.channels.iter().enumerate();
         let queued: Vec<String> = channels
             .filter(|&(index, c)| {
-                self.status.is_set(c.bit)
-                    && c.wakes().iter().all(|&d| self.blocked.domain_all(d))
-                    && holds.is_none_or(|holds| holds(index))
+                c.wakes().iter().all(|&d| self.blocked.domain_all(d)) && self.may_hold(index)
             })
             .map(|(_, c)| c.name.to_string())
             .collect();
@@ -351,7 +347,6 @@ impl Shared {
 }
 
 /// An admission refused: the pool is closing or closed.
-#[derive(Debug)]
 pub(crate) struct Closed;
 
 /// One task's count towards close, handed out by admission (or by a move
@@ -364,7 +359,6 @@ pub(crate) struct Closed;
 /// admission, a claimed scoped task already gone) gives itself back when
 /// dropped. So every count is given back exactly once.
 #[must_use = "a count nobody takes is given back at once"]
-#[derive(Debug)]
 pub(crate) struct Admitted<'a>(&'a Shared);
 
 impl Admitted<'_> {

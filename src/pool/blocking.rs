@@ -136,11 +136,9 @@ impl<B: PoolBehavior> Pool<B> {
         let away = crate::context::leave_for_now();
         self.move_out(local);
         let stand_in = self.stand_ins.then(|| self.start_stand_in()).flatten();
-        let blocked = stand_in.is_none().then(|| {
-            shared.block(local.index, WorkerState::BlockedInPlace, || {
-                self.work_remains()
-            })
-        });
+        let blocked = stand_in
+            .is_none()
+            .then(|| shared.block(local.index, WorkerState::BlockedInPlace));
         // While a stand-in serves its place, the seat runs nothing of the
         // pool's: it shows idle (and no stall; see `stall`), and its
         // activity comes back as `f` returns.
@@ -193,7 +191,7 @@ impl<B: PoolBehavior> Pool<B> {
     /// A stand-in's life on its blocking thread: the seat's worker until
     /// told to retire (or the pool terminates), then gives the seat back.
     fn stand_in(self: &Arc<Self>, seat: WorkerLocal, stand_in: &StandIn) {
-        let mut guest = Guest::enter(self, seat, help_stack_budget(self.blocking.stack_size()));
+        let mut guest = Guest::enter(self, seat, help_stack_budget(self.blocking.stack_size));
         let retired = || stand_in.state.load(Ordering::SeqCst) != SERVING;
         // As a worker thread's loop: a channel's panic that unwinds out of
         // the loop is logged and the loop goes on (see `worker::run`).

@@ -156,13 +156,10 @@ impl<B: PoolBehavior> Pool<B> {
         }
         // One of the pool's threads that waits without running tasks
         // counts for the deadlock check.
+        let state = WorkerState::WaitingWithoutHelping;
         let _blocked = worker
             .filter(|worker| !worker.guest && !self.shared.close.is_terminated())
-            .map(|worker| {
-                let state = WorkerState::WaitingWithoutHelping;
-                self.shared
-                    .block(worker.index, state, || self.work_remains())
-            });
+            .map(|worker| self.shared.block(worker.index, state));
         while !signal.woken.load(Ordering::SeqCst) {
             thread::park();
         }
@@ -260,16 +257,9 @@ impl<B: PoolBehavior> Pool<B> {
     /// the submissions would come back to it): a guest giving its seat
     /// back, a worker entering `block_in_place`.
     pub(super) fn move_out(&self, local: &WorkerLocal) {
-        let meters = &self.shared.meters;
-        if let Some((channel, task)) = self.shared.lifo[local.index].take() {
-            meters.moved_out(local.index, channel);
+        for (channel, task) in local.take_all(&self.shared) {
+            self.shared.meters.moved_out(local.index, channel);
             self.channel_at(channel).submit(task);
-        }
-        for (channel, mine) in local.channels.iter().enumerate() {
-            while let Some(task) = mine.deque.pop() {
-                meters.moved_out(local.index, channel);
-                self.channel_at(channel).submit(task);
-            }
         }
     }
 }

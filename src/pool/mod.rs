@@ -45,11 +45,8 @@ impl std::future::Future for Closing {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
         let Closing { shared, key } = &mut *self;
-        let close = &shared.close;
-        if shared
-            .closing
-            .register(key, cx.waker(), || close.is_closing())
-        {
+        let is_closing = || shared.close.is_closing();
+        if shared.closing.register(key, cx.waker(), is_closing) {
             std::task::Poll::Ready(())
         } else {
             std::task::Poll::Pending
