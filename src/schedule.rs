@@ -32,7 +32,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::behavior::ScheduleAlgorithm;
+use crate::behavior::{LevelOptions, ScheduleAlgorithm};
 use crate::status::{BitSet, Status};
 use crate::wait_clock::WaitClock;
 use std::sync::Arc;
@@ -75,12 +75,13 @@ pub(crate) struct Seating {
 }
 
 impl Seating {
-    /// `reserved[l]`: workers reserved by level `l` (a reservation of the
-    /// lowest level changes nothing: it serves every level); validated to
-    /// leave the common domain at least one worker thread.
+    /// `options[l].reserved_workers`: workers reserved by level `l` (a
+    /// reservation of the lowest level changes nothing: it serves every
+    /// level); validated to leave the common domain at least one worker
+    /// thread.
     pub(crate) fn new(
         levels: &Levels,
-        reserved: &[usize],
+        options: &[LevelOptions],
         threads: usize,
         seats: usize,
     ) -> Seating {
@@ -89,7 +90,7 @@ impl Seating {
         let mut domain = Vec::with_capacity(seats);
         // The reserved domain of each reserving level, highest first: 1, 2, ...
         let mut domain_of_level = Vec::new();
-        for (level, &n) in reserved.iter().enumerate() {
+        for (level, n) in options.iter().map(|o| o.reserved_workers).enumerate() {
             if level < lowest && n > 0 {
                 let id = domain_of_level.len() + 1;
                 domain_of_level.push((level, id));
@@ -159,12 +160,13 @@ pub(crate) struct Cursor {
 }
 
 impl Levels {
-    /// `levels` are channel indices, highest level first; `max_wait`, per
-    /// level (missing: none), its starvation bound (HighestFirst only).
+    /// `levels` are channel indices, highest level first; `options[l]`'s
+    /// `max_wait` (missing: none), level `l`'s starvation bound
+    /// (HighestFirst only).
     pub(crate) fn new(
         levels: Vec<Vec<usize>>,
         algorithm: &ScheduleAlgorithm,
-        max_wait: &[Option<Duration>],
+        options: &[LevelOptions],
     ) -> Levels {
         let policy = match algorithm {
             ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
@@ -193,15 +195,15 @@ impl Levels {
                 others,
             });
         }
-        let bounds = max_wait
+        let bounds = options
             .iter()
             .enumerate()
             // The highest level waits for nobody: a bound there is moot.
             .skip(1)
-            .filter_map(|(level, wait)| {
+            .filter_map(|(level, option)| {
                 Some(Bound {
                     level,
-                    clock: Arc::new(WaitClock::new((*wait)?)),
+                    clock: Arc::new(WaitClock::new(option.max_wait?)),
                     // Bounds are HighestFirst's: the levels above.
                     above: down_to[level - 1].clone(),
                 })

@@ -126,9 +126,15 @@ impl ThreadConfig {
         self
     }
 
-    /// The name of each of `threads` workers, checked (see
+    /// Checks the stack size (see [`ThreadConfig::stack_size`]), then
+    /// gives the name of each of `threads` workers, checked (see
     /// [`ThreadConfig::name`]).
-    pub(crate) fn names(&self, threads: usize) -> Result<Vec<String>, crate::ConfigError> {
+    pub(crate) fn check(&self, threads: usize) -> Result<Vec<String>, crate::ConfigError> {
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(crate::ConfigError::StackSize {
+                bytes: self.stack_size,
+            });
+        }
         (0..threads)
             .map(|index| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.name)(index)))

@@ -52,16 +52,12 @@ pub enum WorkerState {
     WaitingWithoutHelping = 2,
 }
 
-impl WorkerState {
-    /// The state a worker's code (`state as u8`) stands for.
-    fn from_code(code: u8) -> WorkerState {
-        match code {
-            1 => WorkerState::BlockedInPlace,
-            2 => WorkerState::WaitingWithoutHelping,
-            _ => WorkerState::Working,
-        }
-    }
-}
+/// The states by their code (`state as u8`), which `Blocked` keeps.
+const STATES: [WorkerState; 3] = [
+    WorkerState::Working,
+    WorkerState::BlockedInPlace,
+    WorkerState::WaitingWithoutHelping,
+];
 
 /// What the pool looked like when every worker thread that could run the
 /// waiting tasks was blocked (every worker thread, unless some are
@@ -175,7 +171,7 @@ impl Blocked {
         Some(
             self.states
                 .iter()
-                .map(|s| WorkerState::from_code(s.load(Ordering::SeqCst)))
+                .map(|s| STATES[usize::from(s.load(Ordering::SeqCst))])
                 .collect(),
         )
     }

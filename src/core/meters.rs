@@ -197,8 +197,7 @@ pub(crate) struct SeatMeters {
     pub(crate) steals: Counter,
     /// Tasks this seat ran inline inside a waiting one (`Pool::run_now`),
     /// which no channel held, and changes of its activity: with the
-    /// running channel's `taken`, the seat's progress (see
-    /// [`Meters::progress`]).
+    /// running channel's `taken`, the seat's progress (see `pool::stall`).
     pub(crate) inline: Counter,
     /// See [`IDLE`].
     activity: AtomicU32,
@@ -211,7 +210,9 @@ pub(crate) struct SeatMeters {
 /// A seat's running interval, as a snapshot reads it.
 pub(crate) struct Running {
     pub(crate) channel: usize,
-    pub(crate) level: Option<usize>,
+    /// Its level, or [`NO_LEVEL`] (a look between two of the seat's
+    /// writes).
+    level: u32,
     pub(crate) since: u64,
 }
 
@@ -286,10 +287,7 @@ impl SeatMeters {
             IDLE => None,
             code => Some(Running {
                 channel: code as usize - 1,
-                level: match self.level.load(Ordering::Relaxed) {
-                    NO_LEVEL => None,
-                    level => Some(level as usize),
-                },
+                level: self.level.load(Ordering::Relaxed),
                 since: self.since.load(Ordering::Relaxed),
             }),
         }
@@ -345,7 +343,6 @@ impl Outside {
 pub(crate) struct Meters {
     /// The pool's id (`Shared::id`): what a thread's context remembers.
     pool_id: usize,
-    channels: usize,
     /// The time busy intervals and queue waits are measured from.
     pub(crate) epoch: Instant,
     /// One per seat, as `Shared::lifo`.
@@ -372,7 +369,6 @@ impl Meters {
         let levels = level_of.iter().max().map_or(0, |&l| l + 1);
         Meters {
             pool_id,
-            channels,
             level_of: level_of.iter().map(|&l| l as u32).collect(),
             epoch: Instant::now(),
             seats: (0..seats)
@@ -420,17 +416,6 @@ impl Meters {
         }
     }
 
-    /// Seat `seat`'s progress while it runs a task of `channel`: the
-    /// channel's tasks it took, the tasks it ran inline, and its changes
-    /// of activity (a task of another channel, run in a wait, changes it).
-    /// A seat running `channel` with the same progress in two looks ran
-    /// one poll between them (see `pool::stall`).
-    pub(crate) fn progress(&self, seat: usize, channel: usize) -> u64 {
-        let seat = &self.seats[seat];
-        let taken = seat.channels.get(channel).map_or(0, |c| c.taken.get());
-        taken + seat.inline.get()
-    }
-
     /// Seat `seat` (the caller's) took a task out of channel `channel` to
     /// submit it again (see [`ChannelCounts::taken`]).
     pub(crate) fn moved_out(&self, seat: usize, channel: usize) {
@@ -454,19 +439,19 @@ impl Meters {
         if !ENABLED {
             return 0;
         }
-        debug_assert!(channel < self.channels);
+        debug_assert!(channel < self.level_of.len());
         // (A thread whose locals are being destroyed counts nothing.)
         let sampled = crate::context::with_counts(
             self.pool_id,
             || self.resolve(seat()),
             |block| {
                 // SAFETY: `block` points to the first of this pool's
-                // `self.channels` counts in a block that outlives this call:
-                // a seat's (the pool is alive while we submit to it, and the
-                // context forgets it when the thread's seat changes) or one
-                // the context keeps alive (see `crate::context::with_counts`);
-                // `channel` is a channel of the pool. Only shared references
-                // to it are made.
+                // counts (one per channel) in a block that outlives this
+                // call: a seat's (the pool is alive while we submit to it,
+                // and the context forgets it when the thread's seat
+                // changes) or one the context keeps alive (see
+                // `crate::context::with_counts`); `channel` is a channel of
+                // the pool. Only shared references to it are made.
                 let counts = unsafe { &*block.cast::<ChannelCounts>().add(channel) };
                 if new {
                     counts.submitted.bump() % SAMPLE == 0
@@ -499,7 +484,7 @@ impl Meters {
             Some((_, block)) => block.clone(),
             None => {
                 outside.retire();
-                let block = Arc::new(block(self.channels));
+                let block = Arc::new(block(self.level_of.len()));
                 outside.blocks.push((me, block.clone()));
                 block
             }
@@ -519,15 +504,6 @@ impl Meters {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-
-    /// The tasks seat `seat` ran (tokens taken, every channel).
-    pub(crate) fn ran(&self, seat: usize) -> u64 {
-        self.seats[seat]
-            .channels
-            .iter()
-            .map(|c| c.taken.get())
-            .sum()
     }
 
     /// Sums every block's counts for `channel`.
@@ -555,7 +531,7 @@ impl Meters {
         self.seats
             .iter()
             .map(|seat| {
-                let running = seat.running_now().filter(|r| r.level == Some(level));
+                let running = seat.running_now().filter(|r| r.level as usize == level);
                 let running = running.map_or(0, |r| now.saturating_sub(r.since));
                 seat.busy.get(level).map_or(0, |busy| busy.0.get()) + running
             })

@@ -95,8 +95,6 @@
 //! futures it drops, and the followups of the `complete_on_close` tasks it
 //! hands back.
 
-use std::fmt;
-
 use crate::sync::{lock, AtomicU8, AtomicUsize, Mutex, Ordering};
 use crate::task::{ParkedRegistry, ParkedTask};
 
@@ -228,13 +226,5 @@ impl ParkedRegistry for Parked {
     /// A counted task was dropped because close's deadline passed.
     fn count_abandoned(&self) {
         self.abandoned.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-impl fmt::Debug for Parked {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Parked")
-            .field("mode", &self.mode.0.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
     }
 }

@@ -206,7 +206,7 @@ impl<B: PoolBehavior> Pool<B> {
                 };
                 WorkerMetrics {
                     activity,
-                    tasks: meters.ran(index),
+                    tasks: seat.channels.iter().map(|c| c.taken.get()).sum(),
                     steals: seat.steals.get(),
                 }
             })

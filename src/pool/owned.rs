@@ -38,11 +38,9 @@ static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
 pub struct OwnedPool<B: PoolBehavior> {
     /// The shared handle to the pool.
     pub pool: Arc<Pool<B>>,
-    threads: Vec<thread::JoinHandle<()>>,
-    /// The stall watcher, if any (see `stall`).
-    watcher: Option<super::stall::Watcher>,
-    /// Whether close has not been called yet (what `Drop` does then).
-    open: bool,
+    /// What its close waits for; `None` once close began (`close`, or
+    /// `Drop` without it).
+    close: Option<Close>,
 }
 
 impl<B: PoolBehavior> OwnedPool<B> {
@@ -56,14 +54,10 @@ impl<B: PoolBehavior> OwnedPool<B> {
         let options = behavior.level_options();
         config.validate_options(&options)?;
         let thread_config = behavior.thread_config();
-        if thread_config.stack_size < crate::MIN_STACK_SIZE {
-            return Err(ConfigError::StackSize {
-                bytes: thread_config.stack_size,
-            });
-        }
-        // The names first (user code): a panic or a name std refuses is an
-        // error before any channel is attached or thread started.
-        let names = thread_config.names(config.threads)?;
+        // The thread settings first (the names are user code): a panic or
+        // a name std refuses is an error before any channel is attached or
+        // thread started.
+        let names = thread_config.check(config.threads)?;
         let (pool, locals) = make_pool(behavior, &config, &options, &thread_config);
         // A channel that belongs to another pool: the pool stops accepting
         // work (channels attached so far must refuse it: no worker will
@@ -75,19 +69,27 @@ impl<B: PoolBehavior> OwnedPool<B> {
                 index,
             };
             if pool.behavior.channel(key).attach(link).is_err() {
-                pool.shared.close.abort(0, pool.threads);
-                pool.shared.closing.wake_all();
+                abort(&pool.shared, 0, pool.threads);
                 let key = format!("{key:?}");
                 return Err(ConfigError::ChannelAttached { key });
             }
         }
         let threads = start_workers(&pool, locals, names, &thread_config)?;
-        let watcher = super::stall::Watcher::start(&pool);
+        let close = Close {
+            shared: pool.shared.clone(),
+            pool: Arc::as_ptr(&pool).cast::<()>() as usize,
+            watcher: super::stall::Watcher::start(&pool),
+            threads,
+            // Zero threads: the close's poll drives the pool (see `drive`).
+            driver: (pool.threads == 0).then(|| {
+                let pool = pool.clone();
+                Box::new(move |waker: &Waker, stop_at| pool.drive_close(waker, stop_at)) as Driver
+            }),
+            stop_at: None,
+        };
         Ok(OwnedPool {
             pool,
-            threads,
-            watcher,
-            open: true,
+            close: Some(close),
         })
     }
 
@@ -132,26 +134,15 @@ impl<B: PoolBehavior> OwnedPool<B> {
     /// polling thread, and returns when the pool has closed (or at once,
     /// `Pending`, while another thread drives it).
     pub fn close(mut self) -> Close {
-        self.begin_close()
+        self.begin_close().expect("an OwnedPool closes once")
     }
 
     /// Begins the close, once (`close`, or `Drop` without it): what is
-    /// left to wait for goes into the `Close`.
-    fn begin_close(&mut self) -> Close {
-        self.open = false;
+    /// left to wait for.
+    fn begin_close(&mut self) -> Option<Close> {
+        let close = self.close.take()?;
         self.pool.shared.begin_close();
-        let driver: Option<Driver> = (self.pool.threads == 0).then(|| {
-            let pool = self.pool.clone();
-            Box::new(move |waker: &Waker, stop_at| pool.drive_close(waker, stop_at)) as Driver
-        });
-        Close {
-            shared: self.pool.shared.clone(),
-            pool: Arc::as_ptr(&self.pool).cast::<()>() as usize,
-            threads: std::mem::take(&mut self.threads),
-            watcher: self.watcher.take(),
-            driver,
-            stop_at: None,
-        }
+        Some(close)
     }
 
     /// Closes the pool as [`OwnedPool::close`] does, but stops waiting for
@@ -204,14 +195,12 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         .iter()
         .map(|level| next.by_ref().take(level.len()).collect())
         .collect();
-    let max_wait: Vec<_> = options.iter().map(|o| o.max_wait).collect();
-    let levels = Levels::new(levels, &config.schedule, &max_wait);
+    let levels = Levels::new(levels, &config.schedule, options);
     // Seats `0..threads` are the worker threads', the rest guest seats
     // (see `core::seats`): one per worker (a stand-in for it while it
     // blocks) and one for a driving thread.
     let seats = threads * 2 + 1;
-    let reserved: Vec<usize> = options.iter().map(|o| o.reserved_workers).collect();
-    let seating = Seating::new(&levels, &reserved, threads, seats);
+    let seating = Seating::new(&levels, options, threads, seats);
     let channels: Vec<ChannelInfo> = params
         .iter()
         .enumerate()
@@ -324,6 +313,14 @@ fn make_pool<B: PoolBehavior>(
     (pool, locals)
 }
 
+/// The pool of `threads` workers failed to start, with `spawned` of them
+/// running: they exit, and the waiters of `closing()` are woken.
+fn abort(shared: &Shared, spawned: usize, threads: usize) {
+    shared.close.abort(spawned, threads);
+    shared.closing.wake_all();
+    shared.sleep.wake_all();
+}
+
 /// Starts a thread for each of `locals`, named `names`. If one cannot be
 /// started, the pool aborts and the threads started are joined.
 fn start_workers<B: PoolBehavior>(
@@ -343,9 +340,7 @@ fn start_workers<B: PoolBehavior>(
         match spawned {
             Ok(handle) => handles.push(handle),
             Err(e) => {
-                pool.shared.close.abort(handles.len(), pool.threads);
-                pool.shared.closing.wake_all();
-                pool.shared.sleep.wake_all();
+                abort(&pool.shared, handles.len(), pool.threads);
                 for handle in handles {
                     let _ = handle.join();
                 }
@@ -358,11 +353,10 @@ fn start_workers<B: PoolBehavior>(
 
 impl<B: PoolBehavior> Drop for OwnedPool<B> {
     fn drop(&mut self) {
-        if !self.open {
+        let Some(mut close) = self.begin_close() else {
             return; // closed already
-        }
-        let close = self.begin_close();
-        if context::is_own_worker_of(close.shared.id) || polling_a_task_at(close.pool) {
+        };
+        if close.inside(true) {
             log::warn!("smartpool: OwnedPool dropped inside its own pool; closing without waiting");
             return;
         }
@@ -387,12 +381,7 @@ impl<B: PoolBehavior> Drop for OwnedPool<B> {
         // thread-local of ours or an executor's, so this works in a
         // thread-local destructor too (where `futures::executor::block_on`
         // aborts the process: its own thread-local may be gone).
-        for handle in close.threads {
-            let _ = handle.join();
-        }
-        if let Some(watcher) = close.watcher {
-            watcher.stop();
-        }
+        close.join();
     }
 }
 
@@ -425,13 +414,6 @@ pub struct Close {
 /// another thread holds the seat, or at the given instant.
 type Driver = Box<dyn Fn(&Waker, Option<Instant>) -> bool + Send + Sync>;
 
-/// Whether the calling thread is polling a task of the pool at address
-/// `pool` (innermost).
-fn polling_a_task_at(pool: usize) -> bool {
-    crate::task::with_polling_task(|scheduler, _| scheduler.as_ptr().cast::<()>() as usize == pool)
-        .unwrap_or(false)
-}
-
 impl Future for Close {
     type Output = ();
 
@@ -439,9 +421,7 @@ impl Future for Close {
         if !self.shared.close.poll_finished(cx.waker()) {
             // A zero-thread pool's close may be driven from a guest seat
             // (a `block_on` of the close), not from inside a task.
-            if (self.driver.is_none() && context::is_own_worker_of(self.shared.id))
-                || polling_a_task_at(self.pool)
-            {
+            if self.inside(self.driver.is_none()) {
                 panic!(
                     "smartpool: OwnedPool::close() awaited on one of the pool's own worker \
                      threads or inside one of its tasks, which would wait for itself; close the \
@@ -453,19 +433,35 @@ impl Future for Close {
                 _ => return Poll::Pending,
             }
         }
-        if let Some(watcher) = self.watcher.take() {
-            watcher.stop();
-        }
         // Every worker has left its loop; joining only waits for the last
         // one to return from the function that signalled us.
-        for handle in self.threads.drain(..) {
-            let _ = handle.join();
-        }
+        self.join();
         Poll::Ready(())
     }
 }
 
 impl Close {
+    /// Whether the calling thread is inside the pool: polling one of its
+    /// tasks (innermost), or, if `seats`, on one of its seats.
+    fn inside(&self, seats: bool) -> bool {
+        (seats && context::is_own_worker_of(self.shared.id))
+            || crate::task::with_polling_task(|scheduler, _| {
+                scheduler.as_ptr().cast::<()>() as usize == self.pool
+            })
+            .unwrap_or(false)
+    }
+
+    /// Stops the stall watcher and joins the worker threads: the pool has
+    /// closed.
+    fn join(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.stop();
+        }
+        for handle in self.threads.drain(..) {
+            let _ = handle.join();
+        }
+    }
+
     /// Blocks the calling thread until the pool has closed: the future,
     /// awaited without an executor of your own (on a zero-thread pool, the
     /// calling thread runs the tasks close waits for).

@@ -83,8 +83,7 @@ impl Watcher {
                 log::error!("smartpool: no stall watcher thread could be started: {e}")
             })
             .ok()?;
-        let shared = pool.shared.clone();
-        let thread = Some(thread);
+        let (shared, thread) = (pool.shared.clone(), Some(thread));
         Some(Watcher { shared, thread })
     }
 
@@ -141,7 +140,11 @@ fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: D
     let mut busy = false;
     for (seat, meter) in meters.seats.iter().enumerate() {
         let channel = meter.running_now().map(|r| r.channel);
-        let progress = channel.map_or(0, |c| meters.progress(seat, c));
+        // Its progress: the channel's tasks it took, the tasks it ran
+        // inline, and its changes of activity (a task of another channel,
+        // run in a wait, changes it). The same in two looks: one poll ran
+        // between them.
+        let progress = channel.map_or(0, |c| meter.channels[c].taken.get() + meter.inline.get());
         busy |= channel.is_some();
         let fresh = Look {
             channel,
@@ -166,7 +169,7 @@ fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: D
         // Queued work has a status bit; a LIFO slot's task (of the lowest
         // level) has none.
         let waits = shared.status.any_in_set(&waiting[level])
-            || (level + 1 == waiting.len() && shared.lifo.iter().any(|s| s.look().is_full()));
+            || (level + 1 == waiting.len() && shared.any_slot_full());
         if !waits {
             continue;
         }
