@@ -38,7 +38,6 @@ use crate::wait_clock::WaitClock;
 use std::sync::Arc;
 
 /// One level: its channels (indices) and their status bits.
-#[derive(Debug)]
 pub(crate) struct Level {
     pub(crate) channels: Box<[usize]>,
     mask: BitSet,
@@ -48,7 +47,6 @@ pub(crate) struct Level {
     others: BitSet,
 }
 
-#[derive(Debug)]
 enum Policy {
     HighestFirst,
     RoundRobin(Box<[Duration]>),
@@ -61,7 +59,6 @@ enum Policy {
 /// "Domains"). Worker threads are given out from seat 0, the highest
 /// level's reservation first; the rest, and every guest seat, serve every
 /// level, in the common domain 0.
-#[derive(Debug)]
 pub(crate) struct Seating {
     /// Per seat: the lowest level it serves.
     pub(crate) floor: Vec<usize>,
@@ -126,7 +123,6 @@ impl Seating {
 }
 
 /// A level's starvation bound (see the module doc).
-#[derive(Debug)]
 struct Bound {
     level: usize,
     clock: Arc<WaitClock>,
@@ -135,7 +131,6 @@ struct Bound {
 }
 
 /// The levels and the policy of a pool.
-#[derive(Debug)]
 pub(crate) struct Levels {
     levels: Box<[Level]>,
     /// Channel index → its level.
@@ -148,7 +143,6 @@ pub(crate) struct Levels {
 }
 
 /// A worker's position in the schedule.
-#[derive(Debug)]
 pub(crate) struct Cursor {
     /// The lowest level the worker serves (the last, unless it is
     /// reserved: see [`Seating`]).

@@ -101,7 +101,6 @@ impl fmt::Display for DeadlockReport {
 }
 
 /// The blocked worker threads of one pool.
-#[derive(Debug)]
 pub(crate) struct Blocked {
     /// Per sleep domain (0: the common one): its blocked workers.
     counts: Box<[AtomicUsize]>,

@@ -88,7 +88,7 @@ const PHASE_MASK: u64 = 3;
 const ONE: u64 = 4;
 
 /// A snapshot of the word.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone)]
 struct Word(u64);
 
 impl Word {

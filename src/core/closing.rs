@@ -17,12 +17,12 @@ use std::task::Waker;
 use crate::sync::{lock, Mutex};
 
 /// The wakers of the futures waiting for close to begin.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct ClosingWakers {
     inner: Mutex<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     next: u64,
     wakers: HashMap<u64, Waker>,

@@ -97,7 +97,7 @@ pub(crate) const SAMPLE: u64 = 64;
 pub(crate) const BUCKETS: usize = 32;
 
 /// A count with one writer (see the module doc).
-#[derive(Default, Debug)]
+#[derive(Default)]
 pub(crate) struct Counter(AtomicU64);
 
 impl Counter {
@@ -134,7 +134,7 @@ impl Counter {
 /// One block's counts for one channel (on lines of their own: a block
 /// shares none with another thread's).
 #[repr(align(128))]
-#[derive(Default, Debug)]
+#[derive(Default)]
 pub(crate) struct ChannelCounts {
     /// New tasks admitted to the channel.
     pub(crate) submitted: Counter,
@@ -180,12 +180,10 @@ const NO_LEVEL: u32 = u32::MAX;
 /// A value on cache lines of its own (two, against the adjacent-line
 /// prefetcher).
 #[repr(align(128))]
-#[derive(Debug)]
 pub(crate) struct Lined<T>(pub(crate) T);
 
 /// A seat's counts, on lines of its own.
 #[repr(align(128))]
-#[derive(Debug)]
 pub(crate) struct SeatMeters {
     pub(crate) channels: Block,
     /// Per level: nanoseconds spent running its tasks, up to `since`.
@@ -313,7 +311,6 @@ fn micros(epoch: Instant) -> u32 {
 }
 
 /// The outside blocks, and what retired ones counted.
-#[derive(Debug)]
 struct Outside {
     blocks: Vec<(ThreadId, Arc<Block>)>,
     /// Per channel (only the counts a block holds are set).
@@ -339,7 +336,6 @@ impl Outside {
 }
 
 /// A pool's counters.
-#[derive(Debug)]
 pub(crate) struct Meters {
     /// The pool's id (`Shared::id`): what a thread's context remembers.
     pool_id: usize,
@@ -540,7 +536,7 @@ impl Meters {
 }
 
 /// Every block's counts for one channel, summed.
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Clone, Copy)]
 pub(crate) struct ChannelSum {
     pub(crate) submitted: u64,
     pub(crate) reentered: u64,
