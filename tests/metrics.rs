@@ -400,6 +400,34 @@ fn a_poll_that_blocks_while_work_waits_is_a_stall() {
     owned.close().wait();
 }
 
+/// The watcher keeps watching while a dropped pool closes: a poll that
+/// blocks while a task its close waits for is queued is still a stall.
+/// (A hang in close is what the watcher is for.)
+#[test]
+fn a_stall_while_a_dropped_pool_closes_is_reported() {
+    let owned = smartpool::Builder::new()
+        .threads(1)
+        .complete_on_close(0, true)
+        .stall_threshold(Some(Duration::from_millis(5)))
+        .build()
+        .unwrap();
+    let pool = owned.pool.clone();
+    let (gate, running) = (common::Gate::new(), common::Gate::new());
+    let (g, r) = (gate.clone(), running.clone());
+    pool.level(0).exec(run(move || {
+        r.open();
+        g.wait();
+    }));
+    assert!(running.wait_for(common::FAILSAFE));
+    pool.level(0).exec(run(|| ()));
+    // The drop waits for both tasks: on a thread of its own.
+    let dropper = std::thread::spawn(move || drop(owned));
+    wait_for_a_stall(&pool);
+    gate.open();
+    dropper.join().unwrap();
+    assert_eq!(pool.metrics().channels[0].stalls, 1, "reported once");
+}
+
 /// A poll that blocks after it put a task in its worker's LIFO slot (the
 /// common mistake: `futures::executor::block_on` on the handle of a task
 /// it just spawned) is a stall too: the slot's task waits, with no status

@@ -249,7 +249,12 @@ impl Shared {
     /// `blocked`); if it is the last one to, and a task is queued (see
     /// [`Shared::may_hold`]), reports the deadlock.
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> BlockedGuard<'_> {
-        if self.blocked.block(index, state) && (0..self.channels.len()).any(|i| self.may_hold(i)) {
+        // `status.any` is the SeqCst load that pairs with a push's (see
+        // `blocked`); `may_hold` then confirms a set bit.
+        if self.blocked.block(index, state)
+            && self.status.any()
+            && (0..self.channels.len()).any(|i| self.may_hold(i))
+        {
             self.deadlocked();
         }
         BlockedGuard(self, index)

@@ -451,14 +451,14 @@ impl Close {
             .unwrap_or(false)
     }
 
-    /// Stops the stall watcher and joins the worker threads: the pool has
-    /// closed.
+    /// Joins the worker threads, then stops the stall watcher, which
+    /// reports a stall until the pool has closed.
     fn join(&mut self) {
-        if let Some(watcher) = self.watcher.take() {
-            watcher.stop();
-        }
         for handle in self.threads.drain(..) {
             let _ = handle.join();
+        }
+        if let Some(watcher) = self.watcher.take() {
+            watcher.stop();
         }
     }
 
