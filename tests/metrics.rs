@@ -414,12 +414,13 @@ fn a_stall_while_a_dropped_pool_closes_is_reported() {
     let pool = owned.pool.clone();
     let (gate, running) = (common::Gate::new(), common::Gate::new());
     let (g, r) = (gate.clone(), running.clone());
-    pool.level(0).exec(run(move || {
+    // Both handles dropped: the close waits for the tasks all the same.
+    drop(pool.level(0).exec(run(move || {
         r.open();
         g.wait();
-    }));
+    })));
     assert!(running.wait_for(common::FAILSAFE));
-    pool.level(0).exec(run(|| ()));
+    drop(pool.level(0).exec(run(|| ())));
     // The drop waits for both tasks: on a thread of its own.
     let dropper = std::thread::spawn(move || drop(owned));
     wait_for_a_stall(&pool);
