@@ -291,6 +291,10 @@ impl<C: Channel + ?Sized> Submit for C {
 /// task's parameter); or, if `lifo` allows it, the calling worker's LIFO
 /// slot. `new`: a task just made (counted as submitted, see
 /// `core::meters`).
+///
+/// Always inlined: each caller passes constant flags, and a spawn is
+/// on the hot path (the compiler stopped inlining it on its own).
+#[inline(always)]
 pub(super) fn enqueue<C: Channel + ?Sized>(
     channel: &C,
     link: &ChannelLink,

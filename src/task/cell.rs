@@ -299,10 +299,17 @@ impl PoolRef {
 
 /// The one way a task's count towards close goes back to its pool
 /// (`Event::Released`), if `Entry::detach_count` detached one.
+/// (Inlined, the rare give-back apart: it runs as every task ends.)
+#[inline]
 fn give_back(count: Option<PoolRef>) {
     if let Some(pool) = count {
-        pool.with(|pool| pool.report(Event::Released));
+        give_back_now(pool);
     }
+}
+
+#[cold]
+fn give_back_now(pool: PoolRef) {
+    pool.with(|pool| pool.report(Event::Released));
 }
 
 /// The one way a task goes back to its pool (a wake that claimed it, or
