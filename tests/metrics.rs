@@ -373,24 +373,21 @@ fn wait_for_a_stall(pool: &Pool<smartpool::Leveled>) {
     }
 }
 
+/// A pool of one worker whose watcher calls a poll of 5 ms a stall.
+fn watched() -> smartpool::Builder {
+    smartpool::Builder::new()
+        .threads(1)
+        .stall_threshold(Some(Duration::from_millis(5)))
+}
+
 /// A poll that blocks (here on a latch, as `futures::executor::block_on`
 /// on a handle would) while a task waits at its level is reported once:
 /// one stall in the channel's metrics, while the poll still runs.
 #[test]
 fn a_poll_that_blocks_while_work_waits_is_a_stall() {
-    let owned = smartpool::Builder::new()
-        .threads(1)
-        .stall_threshold(Some(Duration::from_millis(5)))
-        .build()
-        .unwrap();
+    let owned = watched().build().unwrap();
     let pool = owned.pool.clone();
-    let (gate, running) = (common::Gate::new(), common::Gate::new());
-    let (g, r) = (gate.clone(), running.clone());
-    let blocker = pool.level(0).exec(run(move || {
-        r.open();
-        g.wait();
-    }));
-    assert!(running.wait_for(common::FAILSAFE));
+    let (gate, blocker) = hold_worker(pool.level(0));
     let waiting = pool.level(0).exec(run(|| ()));
     wait_for_a_stall(&pool);
     gate.open();
@@ -405,21 +402,11 @@ fn a_poll_that_blocks_while_work_waits_is_a_stall() {
 /// (A hang in close is what the watcher is for.)
 #[test]
 fn a_stall_while_a_dropped_pool_closes_is_reported() {
-    let owned = smartpool::Builder::new()
-        .threads(1)
-        .complete_on_close(0, true)
-        .stall_threshold(Some(Duration::from_millis(5)))
-        .build()
-        .unwrap();
+    let owned = watched().complete_on_close(0, true).build().unwrap();
     let pool = owned.pool.clone();
-    let (gate, running) = (common::Gate::new(), common::Gate::new());
-    let (g, r) = (gate.clone(), running.clone());
     // Both handles dropped: the close waits for the tasks all the same.
-    drop(pool.level(0).exec(run(move || {
-        r.open();
-        g.wait();
-    })));
-    assert!(running.wait_for(common::FAILSAFE));
+    let (gate, blocker) = hold_worker(pool.level(0));
+    drop(blocker);
     drop(pool.level(0).exec(run(|| ())));
     // The drop waits for both tasks: on a thread of its own.
     let dropper = std::thread::spawn(move || drop(owned));
@@ -435,11 +422,7 @@ fn a_stall_while_a_dropped_pool_closes_is_reported() {
 /// bit. Here the poll blocks on a latch, so the test can end it.
 #[test]
 fn a_poll_that_blocks_over_its_slots_task_is_a_stall() {
-    let owned = smartpool::Builder::new()
-        .threads(1)
-        .stall_threshold(Some(Duration::from_millis(5)))
-        .build()
-        .unwrap();
+    let owned = watched().build().unwrap();
     let pool = owned.pool.clone();
     let (gate, running) = (common::Gate::new(), common::Gate::new());
     let (g, r, p) = (gate.clone(), running.clone(), pool.clone());

@@ -167,7 +167,7 @@ pub fn hold_worker<C: Channel + ?Sized>(channel: &C) -> (Gate, JoinHandle<()>) {
         s.open();
         g.wait();
     }));
-    started.wait();
+    assert!(started.wait_for(FAILSAFE), "the holding task never started");
     (gate, held)
 }
 
