@@ -51,8 +51,8 @@ impl Drop for Header {
     /// that keeps its own waker is a reference cycle: never freed, it keeps
     /// close waiting, as a future that is never woken does.)
     fn drop(&mut self) {
-        self.own().release_count(&self.scheduler);
-        self.moved().release_count(&self.scheduler);
+        Entry(&self.own).release_count(&self.scheduler);
+        Entry(&self.moved).release_count(&self.scheduler);
         let slot = self.registered.load(Ordering::Relaxed);
         // (A stamp a task kept, cancelled before its first start, is no
         // slot.)
@@ -76,26 +76,14 @@ impl Header {
         stamp
     }
 
-    /// The entry of the cell's own token (line 0).
-    #[inline]
-    fn own(&self) -> Entry<'_> {
-        Entry(&self.own)
-    }
-
-    /// The entry of a moved task's line, while it runs or is parked.
-    #[inline]
-    fn moved(&self) -> Entry<'_> {
-        Entry(&self.moved)
-    }
-
     /// The entry of `line` while the task runs or is parked in it (read
     /// by the party responsible for it).
     #[inline]
     fn line_entry(&self, line: Line) -> Entry<'_> {
         if line == FIRST_LINE {
-            self.own()
+            Entry(&self.own)
         } else {
-            self.moved()
+            Entry(&self.moved)
         }
     }
 }
@@ -439,12 +427,7 @@ pub(super) struct TaskCell<F: Future> {
 // touches the stage), then the joiner once `COMPLETE`, then whoever frees
 // the cell (exclusive, by `Arc`). The future and its output are `Send`, so that
 // party may be on any thread (as `Mutex<T>: Sync` needs only `T: Send`).
-unsafe impl<F> Sync for TaskCell<F>
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-}
+unsafe impl<F: Future<Output: Send> + Send> Sync for TaskCell<F> {}
 
 impl<F: Future> Drop for TaskCell<F> {
     /// Drops the future or output before the header (which may release the
@@ -469,7 +452,7 @@ impl<F: Future> Drop for TaskCell<F> {
 }
 
 /// What [`RunningTask::enter_channel`] found.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone)]
 pub(crate) struct Entered {
     /// The task holds a count towards close.
     pub(crate) counted: bool,
@@ -481,7 +464,6 @@ pub(crate) struct Entered {
 
 /// What running a task came to.
 #[must_use]
-#[derive(Debug)]
 pub(crate) enum RunOutcome {
     /// Finished with its output; its count towards close, if any, is given
     /// back (as for the two below).
@@ -517,7 +499,6 @@ pub(crate) const STAMP: u32 = 1 << 31;
 /// pool's counts (`core::meters`) the channel the token came from, whether
 /// this run started the task, and the stamp of a sampled new task (0 if
 /// none). Twelve bytes: returned in registers.
-#[derive(Debug)]
 pub(crate) struct Ran {
     pub(crate) outcome: RunOutcome,
     pub(crate) first: bool,
@@ -623,7 +604,7 @@ impl RunningTask {
     /// Whether the task belongs to the pool behind `scheduler`.
     #[inline]
     pub(crate) fn belongs_to(&self, scheduler: &SchedulerRef) -> bool {
-        self.header().scheduler.same_pool(scheduler)
+        Weak::ptr_eq(&self.header().scheduler, scheduler)
     }
 
     /// Records why the task is cancelled if this token is dropped now;
@@ -712,11 +693,7 @@ fn new_cell<F: TaskFuture>(
     joined: bool,
 ) -> Arc<TaskCell<F>> {
     // A blocking task starts started, and runs from no channel.
-    let bits = if unmovable {
-        STARTED | OFF_CHANNEL
-    } else {
-        UNSET
-    };
+    let bits = if unmovable { STARTED | OFF_CHANNEL } else { 0 };
     Arc::new(TaskCell {
         stage: UnsafeCell::new(Stage::Running(future)),
         header: Header {
@@ -758,13 +735,12 @@ impl<F: Future> TaskCell<F> {
         if !self.header.joined.load(Ordering::Relaxed) {
             return;
         }
-        let Some(joiner) = self.header.join_waker.take(&self.header.join_state) else {
-            return;
-        };
-        crate::contain::catch(
-            || joiner.wake(),
-            |message| log::error!("smartpool: a JoinHandle's waker panicked: {message}"),
-        );
+        if let Some(joiner) = self.header.join_waker.take(&self.header.join_state) {
+            crate::contain::catch(
+                || joiner.wake(),
+                |message| log::error!("smartpool: a JoinHandle's waker panicked: {message}"),
+            );
+        }
     }
 
     /// What a wake does with the task, whether or not it consumes its
@@ -834,14 +810,12 @@ impl<F: TaskFuture> CloseWake for TaskCell<F> {
         let counted = self.header.line_entry(line).has(COUNTED);
         let pool = PoolRef::of(&self.header.scheduler);
         let token = self.token(line, false);
-        let abandoning = || pool.with(|pool| pool.parked().drops(true)) == Some(true);
-        if counted && !abandoning() {
-            return schedule(token);
-        }
-        let reason = if counted {
+        let reason = if !counted {
+            CancelReason::PoolClosed
+        } else if pool.with(|pool| pool.parked().drops(true)) == Some(true) {
             CancelReason::CloseTimedOut
         } else {
-            CancelReason::PoolClosed
+            return schedule(token);
         };
         token.set_cancel_reason(Some(reason));
     }
@@ -850,7 +824,7 @@ impl<F: TaskFuture> CloseWake for TaskCell<F> {
 /// Drops the worker's reference to a task. If it is the last (the handle was
 /// detached and no waker is left), this frees the cell and drops the future
 /// or output: user code, whose panic must not unwind into the worker.
-fn drop_reference<T>(task: Arc<T>) {
+fn drop_reference<T: ?Sized>(task: Arc<T>) {
     crate::contain::drop_contained(task, "dropping a finished task");
 }
 
@@ -861,11 +835,11 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
 
     #[inline]
     fn entry(&self) -> Entry<'_> {
-        self.header.own()
+        Entry(&self.header.own)
     }
 
     fn run(self: Arc<Self>) -> Ran {
-        let own = self.header.own();
+        let own = Entry(&self.header.own);
         let (started, channel) = (own.has(STARTED), own.from() as u32);
         let start = self
             .header
@@ -882,15 +856,15 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
     }
 
     fn cancel(&self) {
-        self.cancel_token(FIRST_LINE, self.header.own());
+        self.cancel_token(FIRST_LINE, Entry(&self.header.own));
     }
 }
 
 /// A token found stale (see the parent module's "Moves"): lets go of the
 /// task, then gives back the token's own count towards close, if it held
-/// one.
+/// one. (One copy for every future type: the path is cold.)
 #[cold]
-fn stale<T: Runnable>(task: Arc<T>) -> RunOutcome {
+fn stale(task: Arc<dyn Runnable>) -> RunOutcome {
     let count = task.entry().detach_count(&task.header().scheduler);
     drop_reference(task);
     give_back(count);
@@ -943,14 +917,15 @@ impl<F: TaskFuture> Runnable for Moved<F> {
         let first = start == Start::Poll && !started;
         let stamp = if first { header.take_stamp() } else { 0 };
         // Claimed: the line's fields go where the poller keeps them.
-        let moved = header.moved();
+        let moved = Entry(&header.moved);
         moved.set_from(entry.from());
         let had = moved.swap_counted(entry.swap_counted(false));
         debug_assert!(!had, "a line's count is in one place");
         let (cell, line) = (self.cell.clone(), self.line);
         drop(self);
         let outcome = match start {
-            Start::Poll => cell.poll_moved(line),
+            // (The cell's own entry is not this line's: it needs no hint.)
+            Start::Poll => cell.poll(line, true),
             _ => cell.finish_aborted(line),
         };
         Ran::new(outcome, first, channel, stamp)
@@ -965,7 +940,8 @@ impl<F: TaskFuture> TaskCell<F> {
     /// Polls the task, whose start the caller claimed in `line`.
     /// `started`: its token's hint said it had started (so the cell's own
     /// entry needs no update on the way out). Inlined into the cell's own
-    /// `run`, the hot path.
+    /// `run`, the hot path (and into `Moved::run`, which only the token's
+    /// dynamic call reaches: one copy each).
     #[inline(always)]
     fn poll(self: Arc<Self>, line: Line, started: bool) -> RunOutcome {
         // Borrows our `Arc` without a reference count of its own (two
@@ -999,7 +975,7 @@ impl<F: TaskFuture> TaskCell<F> {
                 if !started && line == FIRST_LINE {
                     // Its next token is the cell: it starts a started task
                     // (a moved line's tokens are made with the hint).
-                    self.header.own().update(STARTED, STARTED);
+                    Entry(&self.header.own).update(STARTED, STARTED);
                 }
                 let counted = self.header.line_entry(line).has(COUNTED);
                 match self.header.state.end_poll_pending(woke_itself, line) {
@@ -1060,13 +1036,6 @@ impl<F: TaskFuture> TaskCell<F> {
         }
     }
 
-    /// [`TaskCell::poll`] for a moved line, out of line: the moved path is
-    /// cold.
-    #[inline(never)]
-    fn poll_moved(self: Arc<Self>, line: Line) -> RunOutcome {
-        self.poll(line, true)
-    }
-
     /// The holder of a token of `line` (with `entry`, its own fields) drops
     /// it unrun: claims the task as a start would, and cancels it; a stale
     /// token only gives back its own count.
@@ -1085,14 +1054,12 @@ impl<F: TaskFuture> TaskCell<F> {
         // towards close, dropped because close's deadline passed (not
         // aborted by its user meanwhile): the report counts it, before its
         // count goes back (which may end the close).
-        let channel = entry.channel();
-        let queued = reason.is_none() || entry.bits() & CANCEL == UNSET;
         PoolRef::of(scheduler).with(|pool| {
-            if let Some(channel) = channel {
-                let cancelled = reason.is_some();
+            if let Some(channel) = entry.channel() {
+                let queued = reason.is_none() || entry.bits() & CANCEL == UNSET;
                 pool.report(Event::Dropped {
                     channel,
-                    cancelled,
+                    cancelled: reason.is_some(),
                     queued,
                 });
             }
@@ -1122,7 +1089,7 @@ impl<F: TaskFuture> TaskCell<F> {
     fn token(self: Arc<Self>, line: Line, requeued: bool) -> RunningTask {
         let mark = if requeued { REQUEUED } else { UNSET };
         if line == FIRST_LINE {
-            self.header.own().update(REQUEUED, mark);
+            Entry(&self.header.own).update(REQUEUED, mark);
             RunningTask::new(self)
         } else {
             self.moved_token(line, mark)
@@ -1134,16 +1101,19 @@ impl<F: TaskFuture> TaskCell<F> {
     fn moved_token(self: Arc<Self>, line: Line, mark: u8) -> RunningTask {
         // The line's fields, its count towards close with them, go into
         // the new wrapper.
-        let moved = self.header.moved();
+        let moved = Entry(&self.header.moved);
         let (from, counted) = (moved.from(), moved.update(COUNTED, 0) & COUNTED);
         Moved::token(self, line, from, STARTED | counted | mark)
     }
 
     /// Replaces the future by a cancellation for `reason`, with the reason
-    /// readable while the future drops (see `task::cancelling`).
+    /// readable by `task::cancel_reason` while the future drops, for a
+    /// future that reports its own end (a scoped task). (`Stage::finish`
+    /// catches a panic there: the outer reason is always restored.)
     fn drop_future(stage: &mut Stage<F>, reason: CancelReason) {
-        let cancelled = Err(JoinError::cancelled(reason));
-        super::cancelling(reason, || stage.finish(Some(cancelled)))
+        let outer = crate::context::set_cancelling(reason as u8);
+        stage.finish(Some(Err(JoinError::cancelled(reason))));
+        crate::context::set_cancelling(outer);
     }
 
     /// Registers the task with its pool as one that parks, before its
@@ -1194,10 +1164,8 @@ impl<F: TaskFuture> TaskCell<F> {
         // is the last reference, the output's destructor (user code, which
         // may submit more work) runs while the pool still waits for this
         // task, as it did when the worker gave the count back.
-        let count = self
-            .header
-            .line_entry(line)
-            .detach_count(&self.header.scheduler);
+        let header = &self.header;
+        let count = header.line_entry(line).detach_count(&header.scheduler);
         drop_reference(self);
         give_back(count);
     }
@@ -1219,11 +1187,8 @@ impl<F: TaskFuture> JoinTarget<F::Output> for TaskCell<F> {
     /// writing). A moved task's queued token is a wrapper the cell does not
     /// reach: `None`.
     fn queued_in(&self) -> Option<usize> {
-        let header = &self.header;
-        header
-            .state
-            .is_queued_in(FIRST_LINE)
-            .then(|| header.own().from())
+        let queued = self.header.state.is_queued_in(FIRST_LINE);
+        queued.then(|| Entry(&self.header.own).from())
     }
 
     unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
@@ -1247,7 +1212,7 @@ impl<F: TaskFuture> Abort for TaskCell<F> {
     }
 
     fn belongs_to(&self, scheduler: &SchedulerRef) -> bool {
-        self.header.scheduler.same_pool(scheduler)
+        Weak::ptr_eq(&self.header.scheduler, scheduler)
     }
 
     /// The new line's token holds no count towards close (the channel it
@@ -1276,15 +1241,12 @@ pub(crate) fn inherit(task: Arc<dyn Abort>, channel: usize) {
         let Some(waiter) = waiter.filter(|_| task.belongs_to(scheduler)) else {
             return;
         };
-        let PoolRef::OnWorker(pool) = PoolRef::of(scheduler) else {
+        // Only a worker of the pool lends its task's level.
+        let pool @ PoolRef::OnWorker(_) = PoolRef::of(scheduler) else {
             return;
         };
         let boost = || {
-            // SAFETY: as in `PoolRef::with`: made on this thread, a worker
-            // of that pool, whose frame owns an `Arc` to it until its run
-            // returns, which is after this call.
-            let pool = unsafe { &*pool };
-            pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to));
+            pool.with(|pool| pool.boost(waiter, channel, &mut |to| task.clone().claim_move(to)));
         };
         crate::contain::catch(boost, |message| {
             log::error!(

@@ -392,27 +392,23 @@ impl JoinError {
             Repr::Cancelled(_) => Err(self),
         }
     }
+}
 
-    fn message(&self) -> String {
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.repr {
-            Repr::Cancelled(reason) => format!("task cancelled: {}", reason.describe()),
+            Repr::Cancelled(reason) => write!(f, "task cancelled: {}", reason.describe()),
             Repr::Panicked(payload) => {
                 let payload = payload.lock().unwrap_or_else(|p| p.into_inner());
-                format!("task panicked: {}", panic_message(&**payload))
+                write!(f, "task panicked: {}", panic_message(&**payload))
             }
         }
     }
 }
 
-impl fmt::Display for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JoinError({})", self.message())
+        write!(f, "JoinError({self})")
     }
 }
 

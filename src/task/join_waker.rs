@@ -83,46 +83,43 @@ impl JoinWaker {
         // outside the `REGISTERING` window: a panic there leaves the byte
         // as it was.
         let mut new = Some(waker.clone());
-        match state.compare_exchange(0, REGISTERING, Ordering::Acquire, Ordering::Acquire) {
-            Ok(_) => {
-                self.waker.with_mut(|slot| {
-                    // SAFETY: `REGISTERING` gives us the slot: the completer
-                    // takes it only from `0`.
-                    let slot = unsafe { &mut *slot };
-                    // `will_wake` compares pointers: no user code.
-                    if !slot.as_ref().is_some_and(|old| old.will_wake(waker)) {
-                        // The old waker comes out into `new`, dropped below.
-                        std::mem::swap(slot, &mut new);
-                    }
-                });
-                if state
-                    .compare_exchange(REGISTERING, 0, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
-                    // The completer came meanwhile and left the wake to us;
-                    // the slot is still ours until the byte is reset. (The
-                    // failed exchange acquired its `fetch_or`, so the
-                    // joiner's next look sees `COMPLETE`: this wake only
-                    // spares it a poll that would find nothing new.)
-                    let woken = self.waker.with_mut(|slot| {
-                        // SAFETY: as above: the completer set `WAKING` on a
-                        // taken slot and left it.
-                        unsafe { &mut *slot }.take()
-                    });
-                    state.swap(0, Ordering::AcqRel);
-                    if let Some(woken) = woken {
-                        woken.wake();
-                    }
-                }
-                drop(new);
+        let registering =
+            state.compare_exchange(0, REGISTERING, Ordering::Acquire, Ordering::Acquire);
+        if let Err(actual) = registering {
+            debug_assert_eq!(actual & REGISTERING, 0, "one registrant at a time");
+            // A completer is taking the slot: it may not see this waker.
+            // (The failed exchange acquired its `fetch_or`, so the joiner's
+            // look that follows already sees `COMPLETE`; the wake costs at
+            // most one more poll.)
+            return waker.wake_by_ref();
+        }
+        self.waker.with_mut(|slot| {
+            // SAFETY: `REGISTERING` gives us the slot: the completer takes
+            // it only from `0`.
+            let slot = unsafe { &mut *slot };
+            // `will_wake` compares pointers: no user code.
+            if !slot.as_ref().is_some_and(|old| old.will_wake(waker)) {
+                // The old waker comes out into `new`, dropped as we return.
+                std::mem::swap(slot, &mut new);
             }
-            Err(actual) => {
-                debug_assert_eq!(actual & REGISTERING, 0, "one registrant at a time");
-                // A completer is taking the slot: it may not see this
-                // waker. (The failed exchange acquired its `fetch_or`, so
-                // the joiner's look that follows already sees `COMPLETE`;
-                // the wake costs at most one more poll.)
-                waker.wake_by_ref();
+        });
+        if state
+            .compare_exchange(REGISTERING, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // The completer came meanwhile and left the wake to us; the
+            // slot is still ours until the byte is reset. (The failed
+            // exchange acquired its `fetch_or`, so the joiner's next look
+            // sees `COMPLETE`: this wake only spares it a poll that would
+            // find nothing new.)
+            let woken = self.waker.with_mut(|slot| {
+                // SAFETY: as above: the completer set `WAKING` on a taken
+                // slot and left it.
+                unsafe { &mut *slot }.take()
+            });
+            state.swap(0, Ordering::AcqRel);
+            if let Some(woken) = woken {
+                woken.wake();
             }
         }
     }

@@ -24,6 +24,16 @@ use std::task::{Context, Poll, Waker};
 use super::*;
 use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
+impl RunOutcome {
+    /// Whether the task finished (with its output, a panic, or aborted).
+    fn finished(&self) -> bool {
+        matches!(
+            self,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
+        )
+    }
+}
+
 /// A scheduler that records what woken tasks it was handed.
 #[derive(Default)]
 struct Recorder {

@@ -233,11 +233,11 @@
 //!   unwinds through the state machine or the close accounting.
 
 use std::future::Future;
+use std::sync::{Arc, Weak};
 
 mod cell;
 mod join;
 mod join_waker;
-mod scheduler_ref;
 mod state;
 
 pub use cell::RunningTask;
@@ -249,7 +249,14 @@ pub(crate) use cell::{
     spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome,
     CHANNEL_BITS, STAMP,
 };
-pub(crate) use scheduler_ref::SchedulerRef;
+
+/// A task's way to its pool, one thin pointer in every task's header: an
+/// `Arc` of the pool's `Weak<dyn Schedule>`, made once a pool (a `Weak` in
+/// each header would be a word more a task). The `Weak` keeps the pool's
+/// allocation reserved, not the pool alive: a task's pointer to its pool
+/// (`as_ptr`) stays unique while the task exists, and `Weak::ptr_eq` tells
+/// whether two tasks share a pool.
+pub(crate) type SchedulerRef = Arc<Weak<dyn Schedule>>;
 
 /// A future a task can hold: it and its output go to other threads.
 pub(crate) trait TaskFuture: Future<Output: Send + 'static> + Send + 'static {}
@@ -328,30 +335,9 @@ pub(crate) trait ParkedRegistry {
     fn count_abandoned(&self);
 }
 
-/// Runs `drop_future` (which drops a cancelled task's future) with
-/// `reason` readable by [`cancel_reason`], for a future that reports its
-/// own end (a scoped task).
-fn cancelling<R>(reason: CancelReason, drop_future: impl FnOnce() -> R) -> R {
-    let outer = crate::context::set_cancelling(reason as u8);
-    let result = drop_future();
-    crate::context::set_cancelling(outer);
-    result
-}
-
 /// While a cancelled task's future is being dropped on this thread: why.
 pub(crate) fn cancel_reason() -> Option<CancelReason> {
     CancelReason::from_code(crate::context::cancelling())
-}
-
-#[cfg(test)]
-impl RunOutcome {
-    /// Whether the task finished (with its output, a panic, or aborted).
-    pub(crate) fn finished(&self) -> bool {
-        matches!(
-            self,
-            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
-        )
-    }
 }
 
 #[cfg(all(test, loom))]

@@ -72,7 +72,6 @@ pub(crate) enum Park {
     Aborted,
 }
 
-#[derive(Debug)]
 pub(crate) struct State(AtomicUsize);
 
 impl State {
@@ -96,11 +95,7 @@ impl State {
     /// doc).
     #[inline]
     pub(crate) fn wake(&self, abort: bool) -> Option<Line> {
-        let flags = if abort {
-            SCHEDULED | ABORTED
-        } else {
-            SCHEDULED
-        };
+        let flags = SCHEDULED | if abort { ABORTED } else { 0 };
         let mut current = self.0.load(Ordering::Acquire);
         loop {
             if current & KIND == COMPLETE || (abort && current & ABORTED != 0) {
@@ -160,30 +155,24 @@ impl State {
     /// `g + 1`, from any thread. The mover is then responsible, for a
     /// token of the new line, which it makes and returns.
     pub(crate) fn move_line(&self) -> Result<Line, MoveError> {
-        let mut current = self.0.load(Ordering::Acquire);
-        loop {
-            let line = current & !STATE;
-            match current & KIND {
-                COMPLETE => return Err(MoveError::Finished),
-                kind if kind & ABORTED != 0 => return Err(MoveError::Aborted),
-                kind if kind & RUNNING != 0 => return Err(MoveError::Running),
-                IDLE => return Err(MoveError::Parked),
-                _ if current & STARTED != 0 => return Err(MoveError::Started),
-                _ => {}
-            }
-            let Some(next) = line.checked_add(LINE_ONE) else {
-                return Err(MoveError::TooManyMoves);
-            };
-            match self.0.compare_exchange_weak(
-                current,
-                next | SCHEDULED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(next),
-                Err(actual) => current = actual,
-            }
-        }
+        // The next line of a word that can move, or why it cannot.
+        let next = |word: usize| match word & KIND {
+            COMPLETE => Err(MoveError::Finished),
+            kind if kind & ABORTED != 0 => Err(MoveError::Aborted),
+            kind if kind & RUNNING != 0 => Err(MoveError::Running),
+            IDLE => Err(MoveError::Parked),
+            _ if word & STARTED != 0 => Err(MoveError::Started),
+            _ => (word & !STATE)
+                .checked_add(LINE_ONE)
+                .ok_or(MoveError::TooManyMoves),
+        };
+        let moved = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                next(word).ok().map(|line| line | SCHEDULED)
+            });
+        // The word the update ended on says how: moved from it, or refused.
+        moved.map_or_else(next, next)
     }
 
     /// The task's line now (a hint, unless read by the party responsible,

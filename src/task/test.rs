@@ -10,6 +10,16 @@ use std::task::{Context, Poll, Waker};
 
 use super::*;
 
+impl RunOutcome {
+    /// Whether the task finished (with its output, a panic, or aborted).
+    fn finished(&self) -> bool {
+        matches!(
+            self,
+            RunOutcome::Completed | RunOutcome::Panicked | RunOutcome::Aborted
+        )
+    }
+}
+
 #[derive(Default)]
 struct Recorder {
     queued: Mutex<Vec<RunningTask>>,
