@@ -130,22 +130,18 @@ impl Blocked {
         }
     }
 
-    fn counter(&self, index: usize) -> &AtomicUsize {
-        &self.counts[self.domain_of[index]]
-    }
-
     /// Worker `index` blocks as `state`; `true` if every common worker
     /// thread is blocked now (the caller checks for queued tasks).
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> bool {
         self.states[index].store(state as u8, Ordering::SeqCst);
-        self.counter(index).fetch_add(1, Ordering::SeqCst);
+        self.counts[self.domain_of[index]].fetch_add(1, Ordering::SeqCst);
         self.all()
     }
 
     /// Worker `index` is working again; a later deadlock is a new episode.
     pub(crate) fn unblock(&self, index: usize) {
         self.states[index].store(WorkerState::Working as u8, Ordering::SeqCst);
-        self.counter(index).fetch_sub(1, Ordering::SeqCst);
+        self.counts[self.domain_of[index]].fetch_sub(1, Ordering::SeqCst);
         self.reported.store(false, Ordering::SeqCst);
     }
 
@@ -164,14 +160,8 @@ impl Blocked {
 
     /// Claims the report of this episode: `Some(states)` once.
     pub(crate) fn claim_report(&self) -> Option<Vec<WorkerState>> {
-        if self.reported.swap(true, Ordering::SeqCst) {
-            return None;
-        }
-        Some(
-            self.states
-                .iter()
-                .map(|s| STATES[usize::from(s.load(Ordering::SeqCst))])
-                .collect(),
-        )
+        let first = !self.reported.swap(true, Ordering::SeqCst);
+        let state = |s: &AtomicU8| STATES[usize::from(s.load(Ordering::SeqCst))];
+        first.then(|| self.states.iter().map(state).collect())
     }
 }

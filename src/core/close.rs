@@ -87,18 +87,10 @@ const PHASE_MASK: u64 = 3;
 /// One counted task.
 const ONE: u64 = 4;
 
-/// A snapshot of the word.
-#[derive(Copy, Clone)]
-struct Word(u64);
-
-impl Word {
-    fn phase(self) -> u64 {
-        self.0 & PHASE_MASK
-    }
-
-    fn live(self) -> u64 {
-        self.0 / ONE
-    }
+/// The phase of a snapshot of the word (its live count is `word / ONE`).
+#[inline]
+fn phase(word: u64) -> u64 {
+    word & PHASE_MASK
 }
 
 /// On lines of its own: every counted task writes the word as it is
@@ -123,24 +115,25 @@ impl CloseState {
         }
     }
 
+    /// The phase (SeqCst).
     #[inline]
-    fn load(&self) -> Word {
-        Word(self.word.load(Ordering::SeqCst))
+    fn current_phase(&self) -> u64 {
+        phase(self.word.load(Ordering::SeqCst))
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        self.load().phase() == OPEN
+        self.current_phase() == OPEN
     }
 
     /// `CLOSING` or `TERMINATED`.
     #[inline]
     pub(crate) fn is_closing(&self) -> bool {
-        self.load().phase() != OPEN
+        self.current_phase() != OPEN
     }
 
     #[inline]
     pub(crate) fn is_terminated(&self) -> bool {
-        self.load().phase() == TERMINATED
+        self.current_phase() == TERMINATED
     }
 
     /// A task became counted (a followup moved it into a
@@ -154,16 +147,16 @@ impl CloseState {
     /// refused; the caller must release the count.
     #[must_use]
     pub(crate) fn admit(&self) -> bool {
-        Word(self.word.fetch_add(ONE, Ordering::SeqCst)).phase() == OPEN
+        phase(self.word.fetch_add(ONE, Ordering::SeqCst)) == OPEN
     }
 
     /// A counted task completed, was dropped, or moved to a dropping
     /// channel. `true`: this call terminated the pool; wake the workers.
     #[must_use]
     pub(crate) fn release(&self) -> bool {
-        let before = Word(self.word.fetch_sub(ONE, Ordering::SeqCst));
-        debug_assert!(before.live() > 0, "released more tasks than counted");
-        before.live() == 1 && before.phase() == CLOSING && self.terminate()
+        let before = self.word.fetch_sub(ONE, Ordering::SeqCst);
+        debug_assert!(before / ONE > 0, "released more tasks than counted");
+        before / ONE == 1 && phase(before) == CLOSING && self.terminate()
     }
 
     /// Starts closing. `true`: this call terminated the pool (nothing
@@ -173,10 +166,10 @@ impl CloseState {
         let result = self
             .word
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-                (Word(w).phase() == OPEN).then_some(w | CLOSING)
+                (phase(w) == OPEN).then_some(w | CLOSING)
             });
         match result {
-            Ok(before) => Word(before).live() == 0 && self.terminate(),
+            Ok(before) => before / ONE == 0 && self.terminate(),
             Err(_) => false, // closing already
         }
     }

@@ -18,9 +18,7 @@ use crate::sync::{lock, Mutex};
 
 /// The wakers of the futures waiting for close to begin.
 #[derive(Default)]
-pub(crate) struct ClosingWakers {
-    inner: Mutex<Inner>,
-}
+pub(crate) struct ClosingWakers(Mutex<Inner>);
 
 #[derive(Default)]
 struct Inner {
@@ -38,7 +36,7 @@ impl ClosingWakers {
         waker: &Waker,
         closing: impl Fn() -> bool,
     ) -> bool {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.0);
         if closing() {
             return true;
         }
@@ -46,11 +44,8 @@ impl ClosingWakers {
             inner.next += 1;
             inner.next
         });
-        if inner
-            .wakers
-            .get(&key)
-            .is_some_and(|old| old.will_wake(waker))
-        {
+        let old = inner.wakers.get(&key);
+        if old.is_some_and(|old| old.will_wake(waker)) {
             return false;
         }
         // The old waker drops after the lock: dropping a waker may free a
@@ -63,14 +58,14 @@ impl ClosingWakers {
 
     /// Takes the waker registered under `key` out (its waiter is dropped).
     pub(crate) fn forget(&self, key: u64) {
-        let old = lock(&self.inner).wakers.remove(&key);
+        let old = lock(&self.0).wakers.remove(&key);
         drop(old);
     }
 
     /// Wakes every registered waiter: close has begun (the caller changed
     /// the phase before). A waker's panic is logged and goes no further.
     pub(crate) fn wake_all(&self) {
-        let wakers = std::mem::take(&mut lock(&self.inner).wakers);
+        let wakers = std::mem::take(&mut lock(&self.0).wakers);
         for (_, waker) in wakers {
             crate::contain::catch(
                 || waker.wake(),

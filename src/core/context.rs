@@ -210,6 +210,158 @@ impl WorkerLocal {
         });
         shared.lifo[self.index].take().into_iter().chain(deques)
     }
+
+    /// Makes the calling thread this worker, of the pool at `pool` (which
+    /// the caller keeps alive until the guard drops), served by `hooks`.
+    pub(crate) fn enter(
+        mut self,
+        pool: *const (),
+        shared: std::sync::Arc<Shared>,
+        hooks: Box<dyn PoolHooks + Send>,
+    ) -> (Rc<WorkerLocal>, Entered) {
+        self.hooks = Some(hooks);
+        self.shared = Some(shared);
+        let worker = Rc::new(self);
+        let guard = crate::context::enter(pool, worker.clone());
+        (worker, guard)
+    }
+
+    /// Undoes [`WorkerLocal::enter`]: the thread is what it was before, and
+    /// the worker comes back without hooks (a guest seat's hooks would hold
+    /// its pool alive from inside it). Every other reference to `worker`
+    /// must be gone (they live for one call on this thread).
+    pub(crate) fn leave(worker: Rc<WorkerLocal>, entered: Entered) -> WorkerLocal {
+        drop(entered);
+        let Ok(mut local) = Rc::try_unwrap(worker) else {
+            unreachable!("a worker is shared only for calls on its thread, which returned")
+        };
+        local.hooks = None;
+        local.shared = None;
+        local.slice_end.set(None);
+        local.idle.set(false);
+        local
+    }
+
+    /// Whether the worker's search took a job it has not run yet.
+    #[inline]
+    pub(crate) fn holds_job(&self) -> bool {
+        self.holding.get()
+    }
+
+    /// Puts `job` in the worker's hands, to run once its search returns.
+    pub(crate) fn hold_job(&self, job: super::job::JobRef) {
+        debug_assert!(!self.holding.get(), "a worker holds one job at most");
+        self.stolen.set(Some(job));
+        self.holding.set(true);
+    }
+
+    /// Runs the job the worker's search took, if any; returns whether
+    /// there was one. A job runs whatever the pool's state: its owner
+    /// waits for it.
+    pub(crate) fn run_stolen(&self) -> bool {
+        let job = self.holding.replace(false).then(|| self.stolen.take());
+        job.flatten().map(|job| self.run_job(job)).is_some()
+    }
+
+    /// Runs `job` on this worker: `should_yield` inside it answers for the
+    /// job's channel (a task polled inside it answers for its own).
+    pub(crate) fn run_job(&self, job: super::job::JobRef) {
+        let outer = self.job_channel.replace(Some(job.channel()));
+        // Restored in an unwind too: a stale tag would name a node that
+        // is gone (though a job catches its own panics).
+        let _tag = crate::sync::Restore::set(&self.job_tag, job.tag());
+        job.run();
+        self.job_channel.set(outer);
+        // After the run: a wait inside the job (a nested idle search)
+        // must not use the flag up.
+        self.ran_job.set(true);
+    }
+
+    /// Takes the newest job of `channel` back from this seat's deque if
+    /// `accept` accepts it; else pushes it back on top, announced again (a
+    /// thief may have found the deque empty meanwhile).
+    pub(crate) fn pop_job_if(
+        &self,
+        channel: usize,
+        accept: &dyn Fn(&super::job::JobRef) -> bool,
+    ) -> Option<super::job::JobRef> {
+        let shared = self.shared.as_deref()?;
+        let job = self.jobs.pop(channel)?;
+        if accept(&job) {
+            return Some(job);
+        }
+        self.jobs.push(shared, self.index, job);
+        None
+    }
+
+    /// Clears the job tag for the guard's life: tasks this worker polls
+    /// meanwhile (helping in a wait) are no part of the job it runs, and
+    /// the jobs they publish must not pass for its subtree's.
+    pub(crate) fn outside_jobs(&self) -> crate::sync::Restore<'_, super::job::Tag> {
+        crate::sync::Restore::set(&self.job_tag, super::job::Tag::NONE)
+    }
+
+    /// The tag of the job this worker runs outside any task's poll (null:
+    /// none).
+    pub(crate) fn job_tag(&self) -> super::job::Tag {
+        self.job_tag.get()
+    }
+
+    /// The pool's hooks: a worker is asked for them only while a thread
+    /// is it (reached through the thread's context, or held by it).
+    fn hooks(&self) -> &dyn PoolHooks {
+        self.hooks
+            .as_deref()
+            .expect("a worker has hooks while a thread is it")
+    }
+
+    /// As [`PoolHooks::help_until`].
+    pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
+        self.hooks().help_until(self, done)
+    }
+
+    /// As [`PoolHooks::help_once`].
+    pub(crate) fn help_once(&self, channel: usize, allowed: Allowed<'_>) -> bool {
+        self.hooks().help_once(self, channel, allowed)
+    }
+
+    /// As [`PoolHooks::waker`].
+    pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
+        self.hooks().waker(self)
+    }
+
+    /// As [`PoolHooks::block_in_place`].
+    pub(crate) fn block_in_place(&self, f: &mut dyn FnMut()) {
+        self.hooks().block_in_place(self, f)
+    }
+
+    /// As [`PoolHooks::run_now`].
+    pub(crate) fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<LocalTask>) {
+        self.hooks().run_now(self, channel, take)
+    }
+
+    /// Whether a task of channel `channel` running on this worker should
+    /// yield now (see `crate::should_yield`): a task of the channels its
+    /// level gives way to waits (a status bit; a hint), and, under
+    /// HighestFirst, no worker is idle or asleep to take it (one more
+    /// load); under RoundRobin, the slice is over (a clock read, only when
+    /// another level has work).
+    #[inline]
+    pub(crate) fn should_yield(&self, channel: usize) -> bool {
+        let Some(shared) = self.shared.as_deref() else {
+            return false;
+        };
+        if !shared.status.any_in_set(&shared.yield_masks[channel]) {
+            return false;
+        }
+        if !shared.round_robin {
+            return shared.sleep.none_searching();
+        }
+        // Before its first search a worker has no slice: not over.
+        self.slice_end
+            .get()
+            .is_some_and(|end| Instant::now() >= end)
+    }
 }
 
 /// A worker's own state for one channel. On cache lines of its own: the
@@ -439,160 +591,6 @@ impl Allowed<'_> {
 /// A future run on a worker's own stack: a scoped task claimed by its
 /// waiter.
 pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
-
-impl WorkerLocal {
-    /// Makes the calling thread this worker, of the pool at `pool` (which
-    /// the caller keeps alive until the guard drops), served by `hooks`.
-    pub(crate) fn enter(
-        mut self,
-        pool: *const (),
-        shared: std::sync::Arc<Shared>,
-        hooks: Box<dyn PoolHooks + Send>,
-    ) -> (Rc<WorkerLocal>, Entered) {
-        self.hooks = Some(hooks);
-        self.shared = Some(shared);
-        let worker = Rc::new(self);
-        let guard = crate::context::enter(pool, worker.clone());
-        (worker, guard)
-    }
-
-    /// Undoes [`WorkerLocal::enter`]: the thread is what it was before, and
-    /// the worker comes back without hooks (a guest seat's hooks would hold
-    /// its pool alive from inside it). Every other reference to `worker`
-    /// must be gone (they live for one call on this thread).
-    pub(crate) fn leave(worker: Rc<WorkerLocal>, entered: Entered) -> WorkerLocal {
-        drop(entered);
-        let Ok(mut local) = Rc::try_unwrap(worker) else {
-            unreachable!("a worker is shared only for calls on its thread, which returned")
-        };
-        local.hooks = None;
-        local.shared = None;
-        local.slice_end.set(None);
-        local.idle.set(false);
-        local
-    }
-
-    /// Whether the worker's search took a job it has not run yet.
-    #[inline]
-    pub(crate) fn holds_job(&self) -> bool {
-        self.holding.get()
-    }
-
-    /// Puts `job` in the worker's hands, to run once its search returns.
-    pub(crate) fn hold_job(&self, job: super::job::JobRef) {
-        debug_assert!(!self.holding.get(), "a worker holds one job at most");
-        self.stolen.set(Some(job));
-        self.holding.set(true);
-    }
-
-    /// Runs the job the worker's search took, if any; returns whether
-    /// there was one. A job runs whatever the pool's state: its owner
-    /// waits for it.
-    pub(crate) fn run_stolen(&self) -> bool {
-        let job = self.holding.replace(false).then(|| self.stolen.take());
-        job.flatten().map(|job| self.run_job(job)).is_some()
-    }
-
-    /// Runs `job` on this worker: `should_yield` inside it answers for the
-    /// job's channel (a task polled inside it answers for its own).
-    pub(crate) fn run_job(&self, job: super::job::JobRef) {
-        let outer = self.job_channel.replace(Some(job.channel()));
-        // Restored in an unwind too: a stale tag would name a node that
-        // is gone (though a job catches its own panics).
-        let _tag = crate::sync::Restore::set(&self.job_tag, job.tag());
-        job.run();
-        self.job_channel.set(outer);
-        // After the run: a wait inside the job (a nested idle search)
-        // must not use the flag up.
-        self.ran_job.set(true);
-    }
-
-    /// Takes the newest job of `channel` back from this seat's deque if
-    /// `accept` accepts it; else pushes it back on top, announced again (a
-    /// thief may have found the deque empty meanwhile).
-    pub(crate) fn pop_job_if(
-        &self,
-        channel: usize,
-        accept: &dyn Fn(&super::job::JobRef) -> bool,
-    ) -> Option<super::job::JobRef> {
-        let shared = self.shared.as_deref()?;
-        let job = self.jobs.pop(channel)?;
-        if accept(&job) {
-            return Some(job);
-        }
-        self.jobs.push(shared, self.index, job);
-        None
-    }
-
-    /// Clears the job tag for the guard's life: tasks this worker polls
-    /// meanwhile (helping in a wait) are no part of the job it runs, and
-    /// the jobs they publish must not pass for its subtree's.
-    pub(crate) fn outside_jobs(&self) -> crate::sync::Restore<'_, super::job::Tag> {
-        crate::sync::Restore::set(&self.job_tag, super::job::Tag::NONE)
-    }
-
-    /// The tag of the job this worker runs outside any task's poll (null:
-    /// none).
-    pub(crate) fn job_tag(&self) -> super::job::Tag {
-        self.job_tag.get()
-    }
-
-    /// The pool's hooks: a worker is asked for them only while a thread
-    /// is it (reached through the thread's context, or held by it).
-    fn hooks(&self) -> &dyn PoolHooks {
-        self.hooks
-            .as_deref()
-            .expect("a worker has hooks while a thread is it")
-    }
-
-    /// As [`PoolHooks::help_until`].
-    pub(crate) fn help_until(&self, done: &dyn Fn() -> bool) -> bool {
-        self.hooks().help_until(self, done)
-    }
-
-    /// As [`PoolHooks::help_once`].
-    pub(crate) fn help_once(&self, channel: usize, allowed: Allowed<'_>) -> bool {
-        self.hooks().help_once(self, channel, allowed)
-    }
-
-    /// As [`PoolHooks::waker`].
-    pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
-        self.hooks().waker(self)
-    }
-
-    /// As [`PoolHooks::block_in_place`].
-    pub(crate) fn block_in_place(&self, f: &mut dyn FnMut()) {
-        self.hooks().block_in_place(self, f)
-    }
-
-    /// As [`PoolHooks::run_now`].
-    pub(crate) fn run_now(&self, channel: usize, take: &mut dyn FnMut() -> Option<LocalTask>) {
-        self.hooks().run_now(self, channel, take)
-    }
-
-    /// Whether a task of channel `channel` running on this worker should
-    /// yield now (see `crate::should_yield`): a task of the channels its
-    /// level gives way to waits (a status bit; a hint), and, under
-    /// HighestFirst, no worker is idle or asleep to take it (one more
-    /// load); under RoundRobin, the slice is over (a clock read, only when
-    /// another level has work).
-    #[inline]
-    pub(crate) fn should_yield(&self, channel: usize) -> bool {
-        let Some(shared) = self.shared.as_deref() else {
-            return false;
-        };
-        if !shared.status.any_in_set(&shared.yield_masks[channel]) {
-            return false;
-        }
-        if !shared.round_robin {
-            return shared.sleep.none_searching();
-        }
-        // Before its first search a worker has no slice: not over.
-        self.slice_end
-            .get()
-            .is_some_and(|end| Instant::now() >= end)
-    }
-}
 
 /// Calls `f` with the calling thread's worker, if it is one, and its
 /// pool's address: one read of the context, no borrow of it and no

@@ -35,7 +35,7 @@
 //! does not terminate before a seat ran it.
 
 use std::cell::OnceCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
@@ -111,22 +111,18 @@ impl JobRef {
 }
 
 /// A seat's job deques, one per channel, each made on first use.
-pub(crate) struct Jobs {
-    deques: Box<[OnceCell<Worker<JobRef>>]>,
-}
+pub(crate) struct Jobs(Box<[OnceCell<Worker<JobRef>>]>);
 
 impl Jobs {
     pub(crate) fn new(channels: usize) -> Jobs {
-        Jobs {
-            deques: (0..channels).map(|_| OnceCell::new()).collect(),
-        }
+        Jobs((0..channels).map(|_| OnceCell::new()).collect())
     }
 
     /// Publishes `job` on seat `seat`'s deque of its channel, then
     /// announces it as a task push is announced.
     pub(crate) fn push(&self, shared: &Shared, seat: usize, job: JobRef) {
         let channel = job.channel;
-        let deque = self.deques[channel].get_or_init(|| {
+        let deque = self.0[channel].get_or_init(|| {
             shared.job_used[channel].store(true, Ordering::Relaxed);
             let deque = Worker::new_lifo();
             // Only this seat makes its deques: set once.
@@ -139,7 +135,7 @@ impl Jobs {
 
     /// Takes the newest job of `channel` back, if any is left.
     pub(crate) fn pop(&self, channel: usize) -> Option<JobRef> {
-        self.deques[channel].get()?.pop()
+        self.0[channel].get()?.pop()
     }
 }
 
@@ -208,20 +204,18 @@ pub(crate) fn steal_injected(
     within: &dyn Fn(&JobRef) -> bool,
 ) -> Option<JobRef> {
     let injector = shared.job_injectors[channel].get()?;
-    let mut found = None;
     let mut put_back = false;
     // Once at least: a job pushed as `len` read it empty is still taken.
-    for _ in 0..injector.len().max(1) {
-        let Some(job) = settle(|| injector.steal()) else {
-            break;
-        };
-        if within(&job) {
-            found = Some(job);
-            break;
-        }
-        injector.push(job);
-        put_back = true;
-    }
+    let found = (0..injector.len().max(1))
+        .map_while(|_| settle(|| injector.steal()))
+        .find_map(|job| {
+            if within(&job) {
+                return Some(job);
+            }
+            injector.push(job);
+            put_back = true;
+            None
+        });
     if put_back {
         shared.pushed(channel);
     }
@@ -268,10 +262,3 @@ pub(crate) fn used(shared: &Shared, channel: usize) -> bool {
 /// `[seat][channel]`: the stealers of each seat's job deques, set as they
 /// are made.
 pub(crate) type JobStealers = Box<[Box<[std::sync::OnceLock<Stealer<JobRef>>]>]>;
-
-/// Per channel: the jobs published from outside the pool, made on first
-/// use.
-pub(crate) type JobInjectors = Box<[std::sync::OnceLock<Injector<JobRef>>]>;
-
-/// Per channel: whether a job was ever published there (see [`used`]).
-pub(crate) type JobUsed = Box<[AtomicBool]>;

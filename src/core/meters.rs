@@ -132,35 +132,43 @@ impl Counter {
 }
 
 /// One block's counts for one channel (on lines of their own: a block
-/// shares none with another thread's).
+/// shares none with another thread's); with `u64` counts, every block's
+/// counts for one channel summed ([`ChannelSum`]).
 #[repr(align(128))]
-#[derive(Default)]
-pub(crate) struct ChannelCounts {
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ChannelCounts<C = Counter> {
     /// New tasks admitted to the channel.
-    pub(crate) submitted: Counter,
+    pub(crate) submitted: C,
     /// The other entries into the channel: tasks woken or yielding, moved
     /// ones.
-    pub(crate) reentered: Counter,
+    pub(crate) reentered: C,
     /// Tokens taken out of it by a worker, to run (stale ones a move left
     /// behind included, and those close drops as the worker takes them) or
     /// to move elsewhere (a LIFO slot's task flushed to its channel's
     /// queue, a seat's queues emptied as it is given back): every way a
     /// token leaves the channel but being dropped there.
-    pub(crate) taken: Counter,
+    pub(crate) taken: C,
     /// Tasks polled for the first time, from it.
-    pub(crate) started: Counter,
+    pub(crate) started: C,
     /// Tasks that returned their output, run from it.
-    pub(crate) completed: Counter,
+    pub(crate) completed: C,
     /// Tasks that panicked, run from it.
-    pub(crate) panicked: Counter,
+    pub(crate) panicked: C,
     /// Tasks dropped as aborted by the worker that took them from it.
-    pub(crate) aborted: Counter,
+    pub(crate) aborted: C,
     /// The sampled queue waits of the tasks started from it, per bucket
     /// (see [`BUCKETS`]), and the longest, in µs: a seat's block only
     /// (see [`SeatMeters::waited`]).
-    pub(crate) waits: [Counter; BUCKETS],
-    pub(crate) max_wait: Counter,
+    pub(crate) waits: [C; BUCKETS],
+    pub(crate) max_wait: C,
+    /// In a sum only (any thread counts them, in [`Meters`]): tasks
+    /// cancelled, and tokens dropped in the channel unrun.
+    pub(crate) cancelled: C,
+    pub(crate) dropped: C,
 }
+
+/// Every block's counts for one channel, summed.
+pub(crate) type ChannelSum = ChannelCounts<u64>;
 
 /// Per channel, one block's counts.
 pub(crate) type Block = Box<[ChannelCounts]>;
@@ -533,24 +541,6 @@ impl Meters {
             })
             .sum()
     }
-}
-
-/// Every block's counts for one channel, summed.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct ChannelSum {
-    pub(crate) submitted: u64,
-    pub(crate) reentered: u64,
-    pub(crate) taken: u64,
-    pub(crate) started: u64,
-    pub(crate) completed: u64,
-    pub(crate) panicked: u64,
-    pub(crate) aborted: u64,
-    pub(crate) cancelled: u64,
-    pub(crate) dropped: u64,
-    /// The sampled queue waits, per bucket (see [`BUCKETS`]).
-    pub(crate) waits: [u64; BUCKETS],
-    /// The longest sampled wait, µs.
-    pub(crate) max_wait: u64,
 }
 
 impl ChannelSum {

@@ -143,30 +143,22 @@ impl Parked {
         self.mode.0.load(Ordering::SeqCst) & ABANDONING != 0
     }
 
-    /// Close's sweep (see the module doc): drops the parked tasks that are
-    /// not counted.
-    pub(crate) fn sweep(&self) {
-        self.close_wake_all(SWEEPING);
-    }
-
-    /// Close's deadline passed: the sweep again, dropping every parked
-    /// task, counted ones too (see the module doc's "Deadline").
-    pub(crate) fn abandon(&self) {
-        self.close_wake_all(SWEEPING | ABANDONING);
-    }
-
     /// How many counted tasks were dropped because close's deadline
     /// passed.
     pub(crate) fn abandoned(&self) -> usize {
         self.abandoned.load(Ordering::Relaxed)
     }
 
-    /// Sets `mode`, then close-wakes every registered task still alive: a
+    /// Close's sweep (see the module doc): drops the parked tasks that are
+    /// not counted; with `abandon` (close's deadline passed), every parked
+    /// task, counted ones too (see the module doc's "Deadline"). Sets the
+    /// mode, then close-wakes every registered task still alive: a
     /// snapshot of each shard taken under its lock (the entries stay: a
     /// later sweep, at the deadline, finds them again), then the
     /// close-wakes outside it, since they run user code, which may free
     /// registered tasks.
-    fn close_wake_all(&self, mode: u8) {
+    pub(crate) fn sweep(&self, abandon: bool) {
+        let mode = SWEEPING | if abandon { ABANDONING } else { 0 };
         self.mode.0.fetch_or(mode, Ordering::SeqCst);
         for shard in self.shards.iter() {
             let live: Vec<_> = lock(shard)
@@ -187,21 +179,17 @@ impl ParkedRegistry for Parked {
     /// its slot.
     fn register(&self, task: ParkedTask) -> u32 {
         let mut shard = lock(&self.shards[ParkedTask::shard(task.key(), SHARDS)]);
-        match shard.free.pop() {
-            Some(slot) => {
-                shard.slots[slot as usize] = Some(task);
-                slot
-            }
-            None => {
-                shard.slots.push(Some(task));
-                // Below 2^31 - 1: a slot plus one never has the bit of a
-                // queue-wait stamp (`task::STAMP`), which shares its word.
-                u32::try_from(shard.slots.len() - 1)
-                    .ok()
-                    .filter(|&slot| slot < (1 << 31) - 1)
-                    .expect("fewer than 2^31 - 1 parked tasks a shard")
-            }
+        if let Some(slot) = shard.free.pop() {
+            shard.slots[slot as usize] = Some(task);
+            return slot;
         }
+        shard.slots.push(Some(task));
+        // Below 2^31 - 1: a slot plus one never has the bit of a queue-wait
+        // stamp (`task::STAMP`), which shares its word.
+        u32::try_from(shard.slots.len() - 1)
+            .ok()
+            .filter(|&slot| slot < (1 << 31) - 1)
+            .expect("fewer than 2^31 - 1 parked tasks a shard")
     }
 
     /// The task registered under `key` in `slot` is being freed.

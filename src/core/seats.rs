@@ -120,9 +120,7 @@ impl Seats {
     pub(crate) fn release(&self, seat: WorkerLocal, retired: bool) {
         let mut inner = lock(&self.inner);
         inner.free.push(seat);
-        if retired {
-            inner.retiring -= 1;
-        }
+        inner.retiring -= usize::from(retired);
         let waiting = std::mem::take(&mut inner.waiting);
         drop(inner);
         waiting.into_iter().for_each(Waker::wake);

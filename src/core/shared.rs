@@ -3,10 +3,11 @@
 
 use std::fmt;
 
-use crossbeam_deque::Stealer;
+use crossbeam_deque::{Injector, Stealer};
 
 use super::blocked::{Blocked, DeadlockReport, WorkerState};
 use super::close::CloseState;
+use super::job::JobRef;
 use super::{Parked, Seats};
 use crate::lifo::{slot::Slot, watch::Watch, SlotTask};
 use crate::sleep::Sleep;
@@ -14,7 +15,8 @@ use crate::status::{Bit, BitSet, Status};
 use crate::sync::lock_std;
 use crate::task::RunningTask;
 use crate::wait_clock::WaitClock;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 
 /// What the pool knows of each channel.
 pub(crate) struct ChannelInfo {
@@ -53,14 +55,6 @@ impl ChannelOptions {
     }
 }
 
-impl ChannelInfo {
-    /// The reserved domains that serve the channel's level (see
-    /// [`ChannelOptions::wakes`]).
-    pub(crate) fn wakes(&self) -> &[usize] {
-        self.options.as_ref().map_or(&[], |o| &o.wakes)
-    }
-}
-
 pub(crate) struct Shared {
     /// Tells this pool's worker threads apart from others'.
     pub(crate) id: usize,
@@ -72,10 +66,12 @@ pub(crate) struct Shared {
     pub(crate) stealers: Box<[Box<[Stealer<RunningTask>]>]>,
     /// `[seat][channel]`: steals from each seat's job deques (see `job`).
     pub(crate) job_stealers: super::job::JobStealers,
-    /// Per channel: jobs published from outside the pool (see `job`).
-    pub(crate) job_injectors: super::job::JobInjectors,
-    /// Per channel: whether a job was ever published there.
-    pub(crate) job_used: super::job::JobUsed,
+    /// Per channel: jobs published from outside the pool (see `job`), made
+    /// on first use.
+    pub(crate) job_injectors: Box<[OnceLock<Injector<JobRef>>]>,
+    /// Per channel: whether a job was ever published there (see
+    /// `job::used`).
+    pub(crate) job_used: Box<[AtomicBool]>,
     /// Each worker's LIFO slot (see `lifo`).
     pub(crate) lifo: Box<[Slot<SlotTask>]>,
     /// What the idle workers saw of the slots (see `lifo::watch`).
@@ -93,11 +89,11 @@ pub(crate) struct Shared {
     pub(crate) blocked: Blocked,
     /// The behavior's deadlock handler (set once the pool exists; it
     /// catches its own panics).
-    pub(crate) on_deadlock: std::sync::OnceLock<DeadlockHandler>,
+    pub(crate) on_deadlock: OnceLock<DeadlockHandler>,
     /// Whether channel `index` may hold a task (its `may_have_tasks`,
     /// caught, and its jobs; set once the pool exists): the deadlock check
     /// confirms a status bit with it.
-    pub(crate) channel_holds: std::sync::OnceLock<ChannelHolds>,
+    pub(crate) channel_holds: OnceLock<ChannelHolds>,
     /// What the pool did, for `Pool::metrics` (see `meters`).
     pub(crate) meters: super::meters::Meters,
     /// The stall watcher's wake-up (see `pool::stall`).
@@ -238,11 +234,8 @@ impl Shared {
                 clock.start();
             }
         }
-        if options.wakes.is_empty() {
-            self.sleep.new_jobs_at(index, n)
-        } else {
-            self.sleep.new_jobs_in(&options.wakes, index, n)
-        }
+        // (No reserved domain: the common one, as `pushed_many`.)
+        self.sleep.new_jobs_in(&options.wakes, index, n)
     }
 
     /// Worker thread `index` blocks as `state` until the guard drops (see
@@ -281,7 +274,8 @@ impl Shared {
         let channels = self.channels.iter().enumerate();
         let queued: Vec<String> = channels
             .filter(|&(index, c)| {
-                c.wakes().iter().all(|&d| self.blocked.domain_all(d)) && self.may_hold(index)
+                let wakes = c.options.as_ref().map_or(&[][..], |o| &o.wakes);
+                wakes.iter().all(|&d| self.blocked.domain_all(d)) && self.may_hold(index)
             })
             .map(|(_, c)| c.name.to_string())
             .collect();
@@ -330,7 +324,7 @@ impl Shared {
     /// Close's deadline passed: every task left is dropped (see `parked`),
     /// and idle workers are woken to drop what is queued.
     pub(crate) fn abandon(&self) {
-        self.parked.abandon();
+        self.parked.sweep(true);
         self.sleep.wake_all();
     }
 
@@ -347,7 +341,7 @@ impl Shared {
         }
         // Close has begun, whether or not it ended at once.
         self.closing.wake_all();
-        self.parked.sweep();
+        self.parked.sweep(false);
     }
 }
 
