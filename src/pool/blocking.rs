@@ -206,8 +206,8 @@ impl<B: PoolBehavior> Pool<B> {
                 ),
             }
         }
+        // The seat goes back as the guest drops.
         guest.retired = stand_in.state.swap(GONE, Ordering::SeqCst) == RETIRING;
-        drop(guest);
     }
 }
 
@@ -232,14 +232,12 @@ impl StandIn {
     /// if the stand-in saw it, so it never drifts.
     fn retire(&self, shared: &crate::core::Shared) {
         shared.seats.retiring();
-        let asked = self
+        match self
             .state
             .compare_exchange(SERVING, RETIRING, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok();
-        if asked {
-            shared.sleep.rouse(self.index);
-        } else {
-            shared.seats.not_retiring(); // gone already
+        {
+            Ok(_) => shared.sleep.rouse(self.index),
+            Err(_) => shared.seats.not_retiring(), // gone already
         }
     }
 }

@@ -225,11 +225,6 @@ impl<B: PoolBehavior> Pool<B> {
             let current = context::current_of(shared.id);
             let guest = current.is_none().then(|| Guest::take(self, Some(waker)));
             let guest = guest.flatten();
-            // No seat free: unless the pool terminated meanwhile (the
-            // seat's holder ran the last task), then none is needed.
-            if current.is_none() && guest.is_none() && !terminated() {
-                return false;
-            }
             if let Some(worker) = current.or_else(|| guest.as_ref().map(|g| g.worker().clone())) {
                 while !stop() {
                     if !worker.help_until(&stop) && !stop() {
@@ -239,6 +234,9 @@ impl<B: PoolBehavior> Pool<B> {
                     }
                 }
             }
+            // Stopped at `stop_at`, or no seat was free: unless the pool
+            // terminated meanwhile (the seat's holder ran the last task),
+            // then none is needed.
             if !terminated() {
                 return false;
             }

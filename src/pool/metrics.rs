@@ -169,52 +169,50 @@ impl<B: PoolBehavior> Pool<B> {
     /// [`Pool::spawn_blocking`] run from no channel and are not counted.
     pub fn metrics(&self) -> Metrics<B::ChannelKey> {
         let meters = &self.shared.meters;
-        let channels = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(index, &key)| {
-                let sum = meters.sum(index);
-                ChannelMetrics {
-                    key,
-                    level: self.shared.channels[index].level,
-                    submitted: sum.submitted,
-                    started: sum.started,
-                    completed: sum.completed,
-                    panicked: sum.panicked,
-                    cancelled: sum.cancelled + sum.aborted,
-                    queued: (sum.submitted + sum.reentered).saturating_sub(sum.taken + sum.dropped),
-                    queue_wait: QueueWait::from_buckets(&sum.waits, sum.max_wait),
-                    stalls: meters.stalls[index].get(),
-                }
-            })
-            .collect();
-        let levels = (0..=self.levels.lowest())
-            .map(|level| LevelMetrics {
-                busy: Duration::from_nanos(meters.busy(level)),
-            })
-            .collect();
-        let workers = (0..self.threads)
-            .map(|index| {
-                let seat = &meters.seats[index];
-                let activity = match seat.running_now() {
-                    Some(running) => Activity::Running {
-                        level: self.shared.channels[running.channel].level,
-                    },
-                    None if self.shared.sleep.is_asleep(index) => Activity::Asleep,
-                    None => Activity::Searching,
-                };
-                WorkerMetrics {
-                    activity,
-                    tasks: seat.channels.iter().map(|c| c.taken.get()).sum(),
-                    steals: seat.steals.get(),
-                }
-            })
-            .collect();
         Metrics {
-            channels,
-            levels,
-            workers,
+            channels: self
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(index, &key)| {
+                    let sum = meters.sum(index);
+                    ChannelMetrics {
+                        key,
+                        level: self.shared.channels[index].level,
+                        submitted: sum.submitted,
+                        started: sum.started,
+                        completed: sum.completed,
+                        panicked: sum.panicked,
+                        cancelled: sum.cancelled + sum.aborted,
+                        queued: (sum.submitted + sum.reentered)
+                            .saturating_sub(sum.taken + sum.dropped),
+                        queue_wait: QueueWait::from_buckets(&sum.waits, sum.max_wait),
+                        stalls: meters.stalls[index].get(),
+                    }
+                })
+                .collect(),
+            levels: (0..=self.levels.lowest())
+                .map(|level| LevelMetrics {
+                    busy: Duration::from_nanos(meters.busy(level)),
+                })
+                .collect(),
+            workers: (0..self.threads)
+                .map(|index| {
+                    let seat = &meters.seats[index];
+                    let activity = match seat.running_now() {
+                        Some(running) => Activity::Running {
+                            level: self.shared.channels[running.channel].level,
+                        },
+                        None if self.shared.sleep.is_asleep(index) => Activity::Asleep,
+                        None => Activity::Searching,
+                    };
+                    WorkerMetrics {
+                        activity,
+                        tasks: seat.channels.iter().map(|c| c.taken.get()).sum(),
+                        steals: seat.steals.get(),
+                    }
+                })
+                .collect(),
         }
     }
 }

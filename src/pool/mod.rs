@@ -356,9 +356,8 @@ impl<B: PoolBehavior> Pool<B> {
         if let Some(seat) = seat {
             drop(self.shared.lifo[seat].take());
         }
-        for index in 0..self.keys.len() {
+        for (index, &key) in self.keys.iter().enumerate() {
             let channel = self.channel_at(index);
-            let key = self.keys[index];
             crate::contain::catch(
                 || crate::channel::drain(channel, &self.shared),
                 |message| {

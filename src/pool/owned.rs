@@ -58,38 +58,42 @@ impl<B: PoolBehavior> OwnedPool<B> {
         // a name std refuses is an error before any channel is attached or
         // thread started.
         let names = thread_config.check(config.threads)?;
-        let (pool, locals) = make_pool(behavior, &config, &options, &thread_config);
-        // A channel that belongs to another pool: the pool stops accepting
-        // work (channels attached so far must refuse it: no worker will
-        // ever serve them).
-        for (index, &key) in pool.keys.iter().enumerate() {
-            let link = ChannelLink {
-                shared: pool.shared.clone(),
-                scheduler: pool.scheduler.clone(),
-                index,
-            };
-            if pool.behavior.channel(key).attach(link).is_err() {
-                abort(&pool.shared, 0, pool.threads);
-                let key = format!("{key:?}");
-                return Err(ConfigError::ChannelAttached { key });
+        let (pool, locals) = make_pool(behavior, &config, &options, &thread_config)?;
+        // A thread for each worker. If one cannot be started, the pool
+        // aborts and the threads started are joined.
+        let mut threads = Vec::with_capacity(locals.len());
+        for (local, name) in locals.into_iter().zip(names) {
+            let (worker_pool, hooks, settings) =
+                (pool.clone(), pool.clone(), thread_config.clone());
+            let spawned = thread::Builder::new()
+                .name(name)
+                .stack_size(thread_config.stack_size)
+                .spawn(move || worker::run(worker_pool, hooks, local, &settings));
+            match spawned {
+                Ok(handle) => threads.push(handle),
+                Err(e) => {
+                    abort(&pool.shared, threads.len(), pool.threads);
+                    for handle in threads {
+                        let _ = handle.join();
+                    }
+                    return Err(ConfigError::Spawn(e));
+                }
             }
         }
-        let threads = start_workers(&pool, locals, names, &thread_config)?;
-        let close = Close {
-            shared: pool.shared.clone(),
-            pool: Arc::as_ptr(&pool).cast::<()>() as usize,
-            watcher: super::stall::Watcher::start(&pool),
-            threads,
-            // Zero threads: the close's poll drives the pool (see `drive`).
-            driver: (pool.threads == 0).then(|| {
-                let pool = pool.clone();
-                Box::new(move |waker: &Waker, stop_at| pool.drive_close(waker, stop_at)) as Driver
-            }),
-            stop_at: None,
-        };
         Ok(OwnedPool {
+            close: Some(Close {
+                shared: pool.shared.clone(),
+                pool: Arc::as_ptr(&pool).cast::<()>() as usize,
+                watcher: super::stall::Watcher::start(&pool),
+                threads,
+                // Zero threads: the close's poll drives the pool (see `drive`).
+                driver: (pool.threads == 0).then(|| -> Driver {
+                    let pool = pool.clone();
+                    Box::new(move |waker: &Waker, stop_at| pool.drive_close(waker, stop_at))
+                }),
+                stop_at: None,
+            }),
             pool,
-            close: Some(close),
         })
     }
 
@@ -268,13 +272,14 @@ fn defaults<T: Default>(n: usize) -> Box<[T]> {
 
 /// The pool of a validated config (see `build_shared`), with the hooks its
 /// shared state calls back through (whether a channel may hold a task; the
-/// deadlock handler), and its worker threads' local state.
+/// deadlock handler) and its channels attached, and its worker threads'
+/// local state. Fails if a channel belongs to another pool.
 fn make_pool<B: PoolBehavior>(
     behavior: B,
     config: &crate::PoolConfig<B::ChannelKey>,
     options: &[crate::LevelOptions],
     thread_config: &crate::ThreadConfig,
-) -> (Arc<Pool<B>>, Vec<WorkerLocal>) {
+) -> Result<(Arc<Pool<B>>, Vec<WorkerLocal>), ConfigError> {
     let (shared, locals, keys, levels) = build_shared(config, options);
     let blocking_config = behavior.blocking();
     let pool = Arc::new_cyclic(|pool: &Weak<Pool<B>>| Pool {
@@ -291,14 +296,12 @@ fn make_pool<B: PoolBehavior>(
         levels,
         threads: config.threads,
     });
-    let weak = Arc::downgrade(&pool);
-    let _ = shared.channel_holds.set({
-        let weak = weak.clone();
-        Box::new(move |index| {
-            weak.upgrade()
-                .is_none_or(|pool| pool.channel_may_hold(std::iter::once(index)))
-        })
-    });
+    let (holds, weak) = (Arc::downgrade(&pool), Arc::downgrade(&pool));
+    let _ = shared.channel_holds.set(Box::new(move |index| {
+        holds
+            .upgrade()
+            .is_none_or(|pool| pool.channel_may_hold(index..index + 1))
+    }));
     let _ = shared.on_deadlock.set(Box::new(move |report| {
         let Some(pool) = weak.upgrade() else { return };
         crate::contain::catch(
@@ -310,7 +313,22 @@ fn make_pool<B: PoolBehavior>(
             },
         );
     }));
-    (pool, locals)
+    // A channel that belongs to another pool: the pool stops accepting
+    // work (channels attached so far must refuse it: no worker will ever
+    // serve them).
+    for (index, &key) in pool.keys.iter().enumerate() {
+        let link = ChannelLink {
+            shared: pool.shared.clone(),
+            scheduler: pool.scheduler.clone(),
+            index,
+        };
+        if pool.behavior.channel(key).attach(link).is_err() {
+            abort(&pool.shared, 0, pool.threads);
+            let key = format!("{key:?}");
+            return Err(ConfigError::ChannelAttached { key });
+        }
+    }
+    Ok((pool, locals))
 }
 
 /// The pool of `threads` workers failed to start, with `spawned` of them
@@ -319,36 +337,6 @@ fn abort(shared: &Shared, spawned: usize, threads: usize) {
     shared.close.abort(spawned, threads);
     shared.closing.wake_all();
     shared.sleep.wake_all();
-}
-
-/// Starts a thread for each of `locals`, named `names`. If one cannot be
-/// started, the pool aborts and the threads started are joined.
-fn start_workers<B: PoolBehavior>(
-    pool: &Arc<Pool<B>>,
-    locals: Vec<WorkerLocal>,
-    names: Vec<String>,
-    thread_config: &crate::ThreadConfig,
-) -> Result<Vec<thread::JoinHandle<()>>, ConfigError> {
-    let mut handles = Vec::with_capacity(locals.len());
-    for (local, name) in locals.into_iter().zip(names) {
-        let (worker_pool, hooks) = (pool.clone(), pool.clone());
-        let config = thread_config.clone();
-        let spawned = thread::Builder::new()
-            .name(name)
-            .stack_size(thread_config.stack_size)
-            .spawn(move || worker::run(worker_pool, hooks, local, &config));
-        match spawned {
-            Ok(handle) => handles.push(handle),
-            Err(e) => {
-                abort(&pool.shared, handles.len(), pool.threads);
-                for handle in handles {
-                    let _ = handle.join();
-                }
-                return Err(ConfigError::Spawn(e));
-            }
-        }
-    }
-    Ok(handles)
 }
 
 impl<B: PoolBehavior> Drop for OwnedPool<B> {
@@ -594,10 +582,6 @@ struct RouseDriver {
 
 impl std::task::Wake for RouseDriver {
     fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
         self.shared.sleep.rouse(0);
         self.outer.wake_by_ref();
     }

@@ -103,7 +103,6 @@ impl Drop for Watcher {
 }
 
 /// What the watcher saw of one seat.
-#[derive(Clone, Copy)]
 struct Look {
     /// The channel of the task it ran, if any.
     channel: Option<usize>,

@@ -31,8 +31,7 @@ pub(super) fn run<B: PoolBehavior>(
     config: &ThreadConfig,
 ) {
     let index = local.index;
-    let budget = help_stack_budget(config.stack_size);
-    let (local, entered) = enter_seat(&pool, hooks, local, budget);
+    let (local, entered) = enter_seat(&pool, hooks, local, help_stack_budget(config.stack_size));
     log::debug!("smartpool: pool {} worker {index} started", pool.shared.id);
     ThreadConfig::call(&config.on_start, index, "on_start");
     let pool = &pool;
@@ -116,14 +115,12 @@ fn serve<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, stop: &dyn Fn() -
 /// thousand searches a second, and delays other work by at most a
 /// millisecond.
 fn back_off(local: &WorkerLocal) -> bool {
-    match local.next_retry() {
-        Some(at) => {
-            let left = at.saturating_duration_since(std::time::Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(1)));
-            true
-        }
-        None => false,
-    }
+    let Some(at) = local.next_retry() else {
+        return false;
+    };
+    let left = at.saturating_duration_since(std::time::Instant::now());
+    std::thread::sleep(left.min(Duration::from_millis(1)));
+    true
 }
 
 /// A worker's search once it found nothing: through the sleep protocol
@@ -351,12 +348,10 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
             pool.drain_all(Some(local.index));
         }
         if terminated || over_stack_budget(local) {
-            let (Allowed::Subtree(own, _) | Allowed::Anything(own)) = allowed else {
-                return false;
+            let own = match allowed {
+                Allowed::Subtree(own, _) | Allowed::Anything(own) if own != Tag::NONE => own,
+                _ => return false,
             };
-            if own == Tag::NONE {
-                return false;
-            }
             // No helping, but `b` itself, if a waiter moved it to the
             // injector, is the owner's to run, as a pop would have found
             // it: at this frame's depth, whatever the pool's state.
@@ -531,14 +526,11 @@ pub(super) struct Nested<'a> {
 
 impl<'a> Nested<'a> {
     pub(super) fn save(shared: &'a crate::core::Shared, local: &'a WorkerLocal) -> Nested<'a> {
-        let meters = &shared.meters;
-        let activity = meters.seats[local.index].activity();
-        let slice_end = local.slice_end.get();
         Nested {
-            meters,
+            meters: &shared.meters,
             local,
-            activity,
-            slice_end,
+            activity: shared.meters.seats[local.index].activity(),
+            slice_end: local.slice_end.get(),
         }
     }
 }
