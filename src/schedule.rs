@@ -81,14 +81,13 @@ impl Seating {
         let lowest = levels.lowest();
         let mut floor = Vec::with_capacity(seats);
         let mut domain = Vec::with_capacity(seats);
-        // The reserved domain of each reserving level, highest first: 1, 2, ...
-        let mut domain_of_level = Vec::new();
+        // The reserving levels, highest first: their domains are 1, 2, ...
+        let mut reserving = Vec::new();
         for (level, n) in options.iter().map(|o| o.reserved_workers).enumerate() {
             if level < lowest && n > 0 {
-                let id = domain_of_level.len() + 1;
-                domain_of_level.push((level, id));
+                reserving.push(level);
                 floor.resize(floor.len() + n, level);
-                domain.resize(domain.len() + n, id);
+                domain.resize(domain.len() + n, reserving.len());
             }
         }
         let reserved = floor.len();
@@ -101,13 +100,10 @@ impl Seating {
         let wakes = levels
             .level_of
             .iter()
-            .map(|&own| {
-                domain_of_level
-                    .iter()
-                    .filter(|&&(level, _)| level >= own)
-                    .map(|&(_, domain)| domain)
-                    .collect()
-            })
+            // The domains of the reserving levels whose workers serve the
+            // channel's level (`l >= own`): a tail of `reserving`, which is
+            // in level order.
+            .map(|&own| (reserving.partition_point(|&l| l < own) + 1..=reserving.len()).collect())
             .collect();
         Seating {
             floor,
