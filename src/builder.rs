@@ -423,8 +423,6 @@ impl fmt::Debug for Settings {
             .field("thread_config", &self.threads)
             .field("blocking", &self.blocking)
             .field("stall_threshold", &self.stall_threshold)
-            .field("panic_handler", &self.panic_handler.is_some())
-            .field("deadlock_handler", &self.deadlock_handler.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }

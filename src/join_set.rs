@@ -48,11 +48,9 @@ use crate::task::{AbortHandle, JoinError, JoinHandle};
 /// assert_eq!(sum, 285);
 /// ```
 pub struct JoinSet<T> {
-    /// The tasks by index; `None` where one was returned (its index is in
-    /// `free`).
-    tasks: Vec<Option<JoinHandle<T>>>,
-    /// Each index's waker, made once.
-    wakers: Vec<Waker>,
+    /// The tasks by index, each with its index's waker, made once; `None`
+    /// where one was returned (its index is in `free`).
+    tasks: Vec<(Option<JoinHandle<T>>, Waker)>,
     free: Vec<usize>,
     ready: Arc<Ready>,
 }
@@ -87,7 +85,6 @@ impl<T> JoinSet<T> {
     pub fn new() -> JoinSet<T> {
         JoinSet {
             tasks: Vec::new(),
-            wakers: Vec::new(),
             free: Vec::new(),
             ready: Arc::new(Ready {
                 woken: Mutex::new(Vec::new()),
@@ -111,7 +108,7 @@ impl<T> JoinSet<T> {
     /// returns each one's outcome (a cancellation, or its output if it
     /// finished first).
     pub fn abort_all(&mut self) {
-        for task in self.tasks.iter().flatten() {
+        for task in self.tasks.iter().filter_map(|(task, _)| task.as_ref()) {
             task.abort();
         }
     }
@@ -119,7 +116,6 @@ impl<T> JoinSet<T> {
     /// Empties the set without aborting: the tasks run on, detached.
     pub fn detach_all(&mut self) {
         self.tasks.clear();
-        self.wakers.clear();
         self.free.clear();
         lock(&self.ready.woken).clear();
         self.ready.poller.clear();
@@ -142,12 +138,11 @@ impl<T> JoinSet<T> {
         }
         let mut woken = std::mem::take(&mut *lock(&self.ready.woken)).into_iter();
         while let Some(index) = woken.next() {
-            let Some(Some(task)) = self.tasks.get_mut(index) else {
+            let Some((Some(task), waker)) = self.tasks.get_mut(index) else {
                 continue;
             };
-            let mut task_cx = Context::from_waker(&self.wakers[index]);
-            if let Poll::Ready(outcome) = Pin::new(task).poll(&mut task_cx) {
-                self.tasks[index] = None;
+            if let Poll::Ready(outcome) = Pin::new(task).poll(&mut Context::from_waker(waker)) {
+                self.tasks[index].0 = None;
                 self.free.push(index);
                 // The rest wait for the next call.
                 lock(&self.ready.woken).extend(woken);
@@ -162,12 +157,11 @@ impl<T> JoinSet<T> {
         let index = self.free.pop().unwrap_or_else(|| {
             let index = self.tasks.len();
             let ready = self.ready.clone();
-            self.wakers
-                .push(Waker::from(Arc::new(Woken { index, ready })));
-            self.tasks.push(None);
+            let waker = Waker::from(Arc::new(Woken { index, ready }));
+            self.tasks.push((None, waker));
             index
         });
-        self.tasks[index] = Some(handle);
+        self.tasks[index].0 = Some(handle);
         lock(&self.ready.woken).push(index);
     }
 }

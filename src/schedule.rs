@@ -30,7 +30,7 @@
 //! set a bound: a clock read in a search that sees a bounded level waiting,
 //! and in a push to it while a higher level has work.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::behavior::{LevelOptions, ScheduleAlgorithm};
 use crate::status::{BitSet, Status};
@@ -43,13 +43,9 @@ pub(crate) struct Level {
     mask: BitSet,
     /// The bits whose work a task of this level gives way to: under
     /// HighestFirst, the levels above; under RoundRobin, every other level
-    /// (see `admits` and `should_yield`).
+    /// (see `admits` and `should_yield`; a starvation bound waits behind
+    /// these).
     others: BitSet,
-}
-
-enum Policy {
-    HighestFirst,
-    RoundRobin(Box<[Duration]>),
 }
 
 /// Which levels each seat serves, from the levels' reservations (see
@@ -85,14 +81,13 @@ impl Seating {
         let lowest = levels.lowest();
         let mut floor = Vec::with_capacity(seats);
         let mut domain = Vec::with_capacity(seats);
-        // The reserved domain of each reserving level, highest first: 1, 2, ...
-        let mut domain_of_level = Vec::new();
+        // The reserving levels, highest first: their domains are 1, 2, ...
+        let mut reserving = Vec::new();
         for (level, n) in options.iter().map(|o| o.reserved_workers).enumerate() {
             if level < lowest && n > 0 {
-                let id = domain_of_level.len() + 1;
-                domain_of_level.push((level, id));
+                reserving.push(level);
                 floor.resize(floor.len() + n, level);
-                domain.resize(domain.len() + n, id);
+                domain.resize(domain.len() + n, reserving.len());
             }
         }
         let reserved = floor.len();
@@ -105,13 +100,10 @@ impl Seating {
         let wakes = levels
             .level_of
             .iter()
-            .map(|&own| {
-                domain_of_level
-                    .iter()
-                    .filter(|&&(level, _)| level >= own)
-                    .map(|&(_, domain)| domain)
-                    .collect()
-            })
+            // The domains of the reserving levels whose workers serve the
+            // channel's level (`l >= own`): a tail of `reserving`, which is
+            // in level order.
+            .map(|&own| (reserving.partition_point(|&l| l < own) + 1..=reserving.len()).collect())
             .collect();
         Seating {
             floor,
@@ -125,9 +117,9 @@ impl Seating {
 /// A level's starvation bound (see the module doc).
 struct Bound {
     level: usize,
+    /// Waits behind the level's `others`: under HighestFirst, the levels
+    /// above it.
     clock: Arc<WaitClock>,
-    /// The status bits of the levels above it.
-    above: BitSet,
 }
 
 /// The levels and the policy of a pool.
@@ -135,7 +127,8 @@ pub(crate) struct Levels {
     levels: Box<[Level]>,
     /// Channel index → its level.
     level_of: Box<[usize]>,
-    policy: Policy,
+    /// The policy; under RoundRobin, with its slices.
+    policy: ScheduleAlgorithm,
     /// The levels with a starvation bound, highest first.
     bounds: Box<[Bound]>,
     /// Per level `l`: the status bits of levels `0..=l`.
@@ -154,39 +147,33 @@ pub(crate) struct Cursor {
 }
 
 impl Levels {
-    /// `levels` are channel indices, highest level first; `options[l]`'s
-    /// `max_wait` (missing: none), level `l`'s starvation bound
-    /// (HighestFirst only).
+    /// `levels` are channel indices, highest level first, numbered level
+    /// by level from 0 (as a pool numbers them): each level is one run of
+    /// indices, and so are the levels above it. `options[l]`'s `max_wait`
+    /// (missing: none), level `l`'s starvation bound (HighestFirst only).
     pub(crate) fn new(
         levels: Vec<Vec<usize>>,
         algorithm: &ScheduleAlgorithm,
         options: &[LevelOptions],
     ) -> Levels {
-        let policy = match algorithm {
-            ScheduleAlgorithm::HighestFirst => Policy::HighestFirst,
-            ScheduleAlgorithm::RoundRobin(slices) => Policy::RoundRobin(slices.clone().into()),
-        };
-        let all = BitSet::of_channels(&levels.concat());
-        let mut level_of = vec![0; levels.iter().flatten().max().map_or(0, |&c| c + 1)];
-        // `down_to[l]`: the union of levels `0..=l`, each from the one
-        // before (a pool's channels are numbered level by level, so each
-        // is one run, and this stays linear in the levels).
-        let (mut down_to, mut built) = (Vec::<BitSet>::new(), Vec::new());
-        for (level, channels) in levels.iter().enumerate() {
-            for &channel in channels {
-                level_of[channel] = level;
-            }
-            let mask = BitSet::of_channels(channels);
-            let above = down_to.last().cloned().unwrap_or_default();
-            down_to.push(above.union(&mask));
-            let others = match policy {
-                Policy::HighestFirst => above,
-                Policy::RoundRobin(_) => all.minus(&mask),
+        let total = levels.iter().map(Vec::len).sum();
+        let (mut level_of, mut down_to, mut built) =
+            (Vec::with_capacity(total), Vec::new(), Vec::new());
+        for (level, channels) in levels.into_iter().enumerate() {
+            // The level's run, `start..end`.
+            let (start, end) = (level_of.len(), level_of.len() + channels.len());
+            debug_assert!(channels.iter().copied().eq(start..end));
+            level_of.resize(end, level);
+            // `down_to[l]`: the levels `0..=l`, the run `0..end`.
+            down_to.push(BitSet::of_runs(vec![(0, end)]));
+            let others = match algorithm {
+                ScheduleAlgorithm::HighestFirst => vec![(0, start)],
+                ScheduleAlgorithm::RoundRobin(_) => vec![(0, start), (end, total)],
             };
             built.push(Level {
-                channels: channels[..].into(),
-                mask,
-                others,
+                channels: channels.into(),
+                mask: BitSet::of_runs(vec![(start, end)]),
+                others: BitSet::of_runs(others),
             });
         }
         let bounds = options
@@ -198,15 +185,13 @@ impl Levels {
                 Some(Bound {
                     level,
                     clock: Arc::new(WaitClock::new(option.max_wait?)),
-                    // Bounds are HighestFirst's: the levels above.
-                    above: down_to[level - 1].clone(),
                 })
             })
             .collect();
         Levels {
             levels: built.into(),
             level_of: level_of.into(),
-            policy,
+            policy: algorithm.clone(),
             bounds,
             down_to: down_to.into(),
         }
@@ -226,7 +211,7 @@ impl Levels {
         self.bounds
             .iter()
             .find(|b| b.level == level)
-            .map(|b| (b.clock.clone(), b.above.clone()))
+            .map(|b| (b.clock.clone(), self.levels[level].others.clone()))
     }
 
     /// The first bounded level (down to `floor`) that is due, claimed by
@@ -234,7 +219,8 @@ impl Levels {
     /// module doc).
     fn due(&self, status: &Status, floor: usize) -> Option<usize> {
         let waiting = |bound: &Bound| {
-            status.any_in_set(&self.levels[bound.level].mask) && status.any_in_set(&bound.above)
+            let Level { mask, others, .. } = &self.levels[bound.level];
+            status.any_in_set(mask) && status.any_in_set(others)
         };
         for bound in self.bounds.iter().take_while(|b| b.level <= floor) {
             if !waiting(bound) {
@@ -261,8 +247,8 @@ impl Levels {
     /// task would escape its level's, only those of a pool of one level.
     pub(crate) fn uses_slot(&self, channel: usize) -> bool {
         match self.policy {
-            Policy::HighestFirst => self.level_of[channel] + 1 == self.levels.len(),
-            Policy::RoundRobin(_) => self.levels.len() == 1,
+            ScheduleAlgorithm::HighestFirst => self.level_of[channel] + 1 == self.levels.len(),
+            ScheduleAlgorithm::RoundRobin(_) => self.levels.len() == 1,
         }
     }
 
@@ -298,8 +284,8 @@ impl Levels {
     #[inline]
     pub(crate) fn slice_end(&self, cursor: &Cursor) -> Option<Instant> {
         match &self.policy {
-            Policy::HighestFirst => None,
-            Policy::RoundRobin(slices) => {
+            ScheduleAlgorithm::HighestFirst => None,
+            ScheduleAlgorithm::RoundRobin(slices) => {
                 Some(crate::sync::later(cursor.since, slices[cursor.level]))
             }
         }
@@ -328,8 +314,8 @@ impl Levels {
         }
         let others = &self.levels[level].others;
         match &self.policy {
-            Policy::HighestFirst => level == 0 || !status.any_in_set(others),
-            Policy::RoundRobin(slices) => {
+            ScheduleAlgorithm::HighestFirst => level == 0 || !status.any_in_set(others),
+            ScheduleAlgorithm::RoundRobin(slices) => {
                 (level == cursor.level && cursor.since.elapsed() < slices[level])
                     || !status.any_in_set(others)
             }
@@ -372,10 +358,10 @@ impl Levels {
     ) -> Option<T> {
         let count = cursor.floor + 1;
         match &self.policy {
-            Policy::HighestFirst if self.bounds.is_empty() => {
+            ScheduleAlgorithm::HighestFirst if self.bounds.is_empty() => {
                 (0..count).find_map(|level| self.try_level(status, cursor, level, &mut take))
             }
-            Policy::HighestFirst => {
+            ScheduleAlgorithm::HighestFirst => {
                 if let Some(level) = self.due(status, cursor.floor) {
                     if let Some(task) = self.try_level(status, cursor, level, &mut take) {
                         return Some(task);
@@ -391,7 +377,7 @@ impl Levels {
                     Some(task)
                 })
             }
-            Policy::RoundRobin(slices) => {
+            ScheduleAlgorithm::RoundRobin(slices) => {
                 let now = Instant::now();
                 if cursor.level >= count {
                     cursor.level = 0;

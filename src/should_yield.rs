@@ -80,26 +80,22 @@ pub fn should_yield() -> bool {
 /// Yields once if [`should_yield`] says so, else completes at once
 /// (glommio's `yield_if_needed`): put it in a long future's loop.
 pub fn yield_if_needed() -> YieldIfNeeded {
-    YieldIfNeeded { yielded: false }
+    YieldIfNeeded(crate::yield_now())
 }
 
 /// The future of [`yield_if_needed`].
 #[must_use = "yield_if_needed does nothing unless awaited"]
 #[derive(Debug)]
-pub struct YieldIfNeeded {
-    /// Whether it yielded: its next poll completes.
-    yielded: bool,
-}
+pub struct YieldIfNeeded(crate::YieldNow);
 
 impl Future for YieldIfNeeded {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded || !should_yield() {
+        // The yield, once it is needed.
+        if !self.0.yielded && !should_yield() {
             return Poll::Ready(());
         }
-        self.yielded = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
+        Pin::new(&mut self.0).poll(cx)
     }
 }

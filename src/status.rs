@@ -80,28 +80,13 @@ struct Span {
     last_mask: u64,
 }
 
-impl Default for BitSet {
-    /// The empty set.
-    fn default() -> BitSet {
-        BitSet::of_runs(Vec::new())
-    }
-}
-
 impl BitSet {
-    /// The bits of the channels in `runs` (half-open ranges, in any order;
-    /// empty ones are skipped, touching ones merged). Not generic: one
-    /// copy for every caller.
+    /// The bits of the channels in `runs` (half-open ranges, sorted and
+    /// apart; empty ones are skipped). Not generic: one copy for every
+    /// caller.
     pub(crate) fn of_runs(mut runs: Vec<(usize, usize)>) -> BitSet {
         runs.retain(|(start, end)| start < end);
-        runs.sort_unstable();
-        // A run that touches the one before it joins it.
-        runs.dedup_by(|run, before| {
-            let touches = run.0 <= before.1;
-            if touches {
-                before.1 = before.1.max(run.1);
-            }
-            touches
-        });
+        debug_assert!(runs.windows(2).all(|w| w[0].1 < w[1].0));
         let spans: Box<[Span]> = runs
             .iter()
             .map(|&(start, end)| {
@@ -129,39 +114,9 @@ impl BitSet {
         }
     }
 
-    /// The bits of the given channels.
-    pub(crate) fn of_channels(channels: &[usize]) -> BitSet {
-        BitSet::of_runs(channels.iter().map(|&c| (c, c + 1)).collect())
-    }
-
     /// The channels whose bits these are.
     pub(crate) fn channels(&self) -> impl Iterator<Item = usize> + '_ {
         self.runs.iter().flat_map(|&(start, end)| start..end)
-    }
-
-    /// The bits in either set.
-    pub(crate) fn union(&self, other: &BitSet) -> BitSet {
-        BitSet::of_runs([&self.runs[..], &other.runs[..]].concat())
-    }
-
-    /// The bits of `self` not in `other`.
-    pub(crate) fn minus(&self, other: &BitSet) -> BitSet {
-        let mut out = Vec::new();
-        for &(mut start, end) in self.runs.iter() {
-            for &(a, b) in other.runs.iter() {
-                if b <= start || a >= end {
-                    continue;
-                }
-                if a > start {
-                    out.push((start, a));
-                }
-                start = start.max(b);
-            }
-            if start < end {
-                out.push((start, end));
-            }
-        }
-        BitSet::of_runs(out)
     }
 
     /// Whether any of these bits is set in `words`, loaded with `order`.
@@ -281,9 +236,9 @@ mod test {
         status.clear(Bit::new(64));
         assert!(!status.is_set(Bit::new(64)));
         assert!(status.is_set(Bit::new(63)));
-        let set = BitSet::of_channels;
-        assert!(status.any_in_set(&set(&[5, 199])));
-        assert!(!status.any_in_set(&set(&[5, 198])));
+        let set = |a: usize, b: usize| BitSet::of_runs(vec![(a, a + 1), (b, b + 1)]);
+        assert!(status.any_in_set(&set(5, 199)));
+        assert!(!status.any_in_set(&set(5, 198)));
     }
 
     #[test]
@@ -301,10 +256,10 @@ mod test {
         ] {
             assert_eq!(status.any_in_set(&run(a, b)), hit, "{a}..{b}");
         }
-        let all = run(0, 300);
-        assert!(!status.any_in_set(&all.minus(&run(100, 140))));
-        assert!(status.any_in_set(&all.minus(&run(0, 100)).minus(&run(200, 300))));
-        assert!(status.any_in_set(&run(0, 10).union(&run(120, 131))));
+        let runs = |runs: &[(usize, usize)]| BitSet::of_runs(runs.to_vec());
+        assert!(!status.any_in_set(&runs(&[(0, 100), (140, 300)])));
+        assert!(status.any_in_set(&runs(&[(100, 200)])));
+        assert!(status.any_in_set(&runs(&[(0, 10), (120, 131)])));
     }
 }
 

@@ -267,9 +267,8 @@ fn moved(
 
 impl fmt::Debug for WorkQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let injected = self.len.load(Ordering::Relaxed);
         f.debug_struct("WorkQueue")
-            .field("injected", &injected)
+            .field("injected", &self.len.load(Ordering::Relaxed))
             .finish()
     }
 }

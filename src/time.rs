@@ -35,6 +35,8 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "async-io")]
+use async_io::Timer as Delay;
 use futures_core::Stream;
 #[cfg(not(feature = "async-io"))]
 use futures_timer::Delay;
@@ -60,7 +62,7 @@ impl TimeScheduler {
 
     /// A future that completes at `when` (at once if `when` has passed).
     pub fn at(&self, when: Instant) -> Sleep {
-        let delay = Delay::new(when.saturating_duration_since(Instant::now()));
+        let delay = timer(when.saturating_duration_since(Instant::now()));
         Sleep { until: when, delay }
     }
 
@@ -143,13 +145,10 @@ impl Future for Sleep {
             if now >= self.until {
                 return Poll::Ready(());
             }
-            match Pin::new(&mut self.delay).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(()) => {
-                    let left = self.until - now;
-                    self.delay.reset(left);
-                }
+            if Pin::new(&mut self.delay).poll(cx).is_pending() {
+                return Poll::Pending;
             }
+            self.delay = timer(self.until - now);
         }
     }
 }
@@ -175,28 +174,11 @@ impl Stream for Periodic {
     }
 }
 
-/// The timer under [`Sleep`] with the `async-io` feature: async-io's, with
-/// futures-timer's `Delay` interface.
-#[cfg(feature = "async-io")]
-#[derive(Debug)]
-struct Delay(async_io::Timer);
-
-#[cfg(feature = "async-io")]
-impl Delay {
-    fn new(after: Duration) -> Delay {
-        Delay(async_io::Timer::after(after))
-    }
-
-    fn reset(&mut self, after: Duration) {
-        self.0.set_after(after);
-    }
-}
-
-#[cfg(feature = "async-io")]
-impl Future for Delay {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.0).poll(cx).map(drop)
-    }
+/// A timer that fires after `after`, under [`Sleep`]: futures-timer's, or
+/// with the `async-io` feature async-io's.
+fn timer(after: Duration) -> Delay {
+    #[cfg(not(feature = "async-io"))]
+    return Delay::new(after);
+    #[cfg(feature = "async-io")]
+    return Delay::after(after);
 }

@@ -33,7 +33,8 @@ pub fn yield_now() -> YieldNow {
 #[must_use = "yield_now does nothing unless awaited"]
 #[derive(Debug)]
 pub struct YieldNow {
-    yielded: bool,
+    /// Whether it yielded: its next poll completes.
+    pub(crate) yielded: bool,
 }
 
 impl Future for YieldNow {
