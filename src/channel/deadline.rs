@@ -6,8 +6,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::{Channel, ChannelLink, ExecParam, LinkSlot, Rejected};
-use crate::core::context::WorkerContext;
+use super::{Channel, ChannelLink, ExecParam, LinkSlot, Rejected, WorkerContext};
 use crate::task::{JoinHandle, RunningTask};
 
 /// Serves the task with the earliest deadline first; tasks with equal

@@ -5,9 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::{Channel, ChannelLink};
-
-use super::Spawner;
+use super::{Channel, ChannelLink, Spawner};
 use crate::task::{self, CancelReason, JoinHandle, RunningTask, SchedulerRef};
 
 /// Runs futures on a channel. Implemented for every [`Channel`].
@@ -270,19 +268,17 @@ impl<C: Channel + ?Sized> Submit for C {
     // the task.
     fn submit(&self, task: RunningTask) {
         let lifo = self.lifo_slot();
-        let Some(link) = self.link() else {
-            log::warn!("smartpool: task submitted to a channel of no pool; dropped");
-            task.set_cancel_reason(Some(CancelReason::ChannelNotAttached));
-            return;
-        };
-        if !task.belongs_to(&link.scheduler) {
+        let (reason, whose) = match self.link() {
+            Some(link) if task.belongs_to(&link.scheduler) => {
+                return enqueue(self, link, task, lifo, false, C::push);
+            }
             // Its close accounting is its own pool's: dropping it here
             // releases it there.
-            log::warn!("smartpool: task submitted to a channel of another pool; dropped");
-            task.set_cancel_reason(Some(CancelReason::OtherPool));
-            return;
-        }
-        enqueue(self, link, task, lifo, false, C::push);
+            Some(_) => (CancelReason::OtherPool, "another"),
+            None => (CancelReason::ChannelNotAttached, "no"),
+        };
+        log::warn!("smartpool: task submitted to a channel of {whose} pool; dropped");
+        task.set_cancel_reason(Some(reason));
     }
 }
 

@@ -1,8 +1,6 @@
 //! The first-in, first-out channel.
 
-use super::{Channel, ChannelLink, LinkSlot};
-use crate::core::context::WorkerContext;
-use crate::steal::WorkQueue;
+use super::{Channel, ChannelLink, LinkSlot, WorkQueue, WorkerContext};
 use crate::task::RunningTask;
 
 /// A first-in, first-out channel with work stealing.
@@ -32,21 +30,18 @@ use crate::task::RunningTask;
 ///
 /// (The name is the original smartpool's, whose channel was a `VecDeque`
 /// behind a mutex.)
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct VecDequeChannel {
     queue: WorkQueue,
     link: LinkSlot,
-    lifo: bool,
+    /// Built [`without_lifo_slot`](VecDequeChannel::without_lifo_slot).
+    without_lifo: bool,
 }
 
 impl VecDequeChannel {
     /// An empty channel, to be attached to a pool.
     pub fn new() -> VecDequeChannel {
-        VecDequeChannel {
-            queue: WorkQueue::new(),
-            link: LinkSlot::new(),
-            lifo: true,
-        }
+        VecDequeChannel::default()
     }
 
     /// An empty channel whose tasks never use the LIFO slot (see
@@ -58,15 +53,9 @@ impl VecDequeChannel {
     /// (the suite's W4 and W5).
     pub fn without_lifo_slot() -> VecDequeChannel {
         VecDequeChannel {
-            lifo: false,
+            without_lifo: true,
             ..VecDequeChannel::new()
         }
-    }
-}
-
-impl Default for VecDequeChannel {
-    fn default() -> VecDequeChannel {
-        VecDequeChannel::new()
     }
 }
 
@@ -84,7 +73,7 @@ impl Channel for VecDequeChannel {
     }
 
     fn lifo_slot(&self) -> bool {
-        self.lifo
+        !self.without_lifo
     }
 
     fn may_have_tasks(&self) -> bool {

@@ -53,9 +53,7 @@ use crate::task::RunningTask;
 /// outside any worker: what a closed pool does with what is left.
 pub(crate) fn drain<C: Channel + ?Sized>(channel: &C, shared: &Shared) {
     let outside = WorkerContext::outside(shared);
-    while let Some(task) = channel.pop(&outside) {
-        drop(task);
-    }
+    while channel.pop(&outside).is_some() {}
 }
 
 /// A source of tasks for the pool. Implement it to add a prioritisation

@@ -11,8 +11,7 @@
 //! (it must be queued). The token left in the old queue is stale: a worker
 //! that pops it drops it, and it never runs.
 
-use super::exec::enqueue;
-use super::Channel;
+use super::{exec::enqueue, Channel};
 use crate::task::{AbortHandle, Control, JoinHandle, MoveError, RunningTask};
 
 impl<T> JoinHandle<T> {

@@ -2,8 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot};
-use crate::core::context::WorkerContext;
+use super::{AlreadyAttached, Channel, ChannelLink, ExecParam, LinkSlot, WorkerContext};
 use crate::task::RunningTask;
 
 /// Several inner channels behind one key: submissions go to them in turn

@@ -5,8 +5,7 @@
 
 use std::fmt;
 
-use futures_task::FutureObj;
-use futures_task::{Spawn, SpawnError};
+use futures_task::{FutureObj, Spawn, SpawnError};
 
 use super::{Channel, Exec, MultiChannel, VecDequeChannel};
 
@@ -23,7 +22,9 @@ pub struct Spawner<'a, C: ?Sized>(pub(super) &'a C);
 
 impl<C: Channel + ?Sized> Spawn for Spawner<'_, C> {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
-        spawn_on(self.0, future)
+        self.0
+            .exec_detached(future)
+            .map_err(|_| SpawnError::shutdown())
     }
 }
 
@@ -33,21 +34,11 @@ impl<C: ?Sized> fmt::Debug for Spawner<'_, C> {
     }
 }
 
-/// Runs `future` on `channel`, detached; a refusal is `shutdown`.
-fn spawn_on<C: Channel + ?Sized>(
-    channel: &C,
-    future: FutureObj<'static, ()>,
-) -> Result<(), SpawnError> {
-    channel
-        .exec_detached(future)
-        .map_err(|_| SpawnError::shutdown())
-}
-
 /// As [`Spawner`]: `pool.urgent.spawn(fut)` with
 /// `futures::task::SpawnExt` in scope.
 impl Spawn for VecDequeChannel {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
-        spawn_on(self, future)
+        Spawner(self).spawn_obj(future)
     }
 }
 
@@ -55,6 +46,6 @@ impl Spawn for VecDequeChannel {
 /// [`Exec::exec`] sends it.
 impl<C: Channel> Spawn for MultiChannel<C> {
     fn spawn_obj(&self, future: FutureObj<'static, ()>) -> Result<(), SpawnError> {
-        spawn_on(self, future)
+        Spawner(self).spawn_obj(future)
     }
 }

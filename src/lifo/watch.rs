@@ -45,27 +45,19 @@ use super::slot::{Seen, Slot};
 /// How long a task sits in a slot before another worker may steal it. Go
 /// leaves `runnext` to its owner for about 3 µs; a hop between tasks costs
 /// far less, so a worker that comes back at all is back long
-/// before this.
-#[cfg(not(loom))]
-pub(crate) const STEAL_DELAY: Duration = Duration::from_micros(20);
-/// Under loom any time may pass between two looks.
-#[cfg(loom)]
-pub(crate) const STEAL_DELAY: Duration = Duration::ZERO;
+/// before this. Under loom any time may pass between two looks: zero.
+pub(crate) const STEAL_DELAY: Duration = Duration::from_micros(if cfg!(loom) { 0 } else { 20 });
 
 /// How long a watching worker waits between looks (Linux adds its timer
 /// slack, 50 µs by default, to a timed wait). Loom's models wait no time.
-#[cfg(not(loom))]
 pub(crate) const WATCH_PERIOD: Duration = Duration::from_micros(50);
 
 /// How long after it last saw a slot cycling a worker goes on watching it,
 /// and how close two single fills must be to count as cycling: longer than
 /// a watch period with its timer slack (about 100 µs), so that a chain
-/// reads as moving at every look of a watching worker.
-#[cfg(not(loom))]
-pub(crate) const QUIET: Duration = Duration::from_micros(200);
-/// Under loom any time may pass between two looks.
-#[cfg(loom)]
-pub(crate) const QUIET: Duration = Duration::ZERO;
+/// reads as moving at every look of a watching worker. Under loom any time
+/// may pass between two looks: zero.
+pub(crate) const QUIET: Duration = Duration::from_micros(if cfg!(loom) { 0 } else { 200 });
 
 /// How many slots a search round looks at (see [`Watch::observe_window`]).
 pub(crate) const WINDOW: usize = 64;
@@ -179,24 +171,23 @@ impl Watch {
                 // Unchanged since judged quiet (the fast path of `judge`).
                 continue;
             }
-            let (slot_verdict, recent) = match entry.memory.try_lock() {
+            let slot_verdict = match entry.memory.try_lock() {
                 Ok(mut memory) => entry.judge(&mut memory, worker, look, now),
                 // A poisoned entry still holds a valid (if odd) memory.
                 Err(TryLockError::Poisoned(poisoned)) => {
                     entry.judge(&mut poisoned.into_inner(), worker, look, now)
                 }
                 // Another idle worker is looking: conclude without memory.
-                Err(TryLockError::WouldBlock) if look.is_full() => (Verdict::Young, true),
-                Err(TryLockError::WouldBlock) => (Verdict::Quiet, true),
+                Err(TryLockError::WouldBlock) if look.is_full() => Verdict::Young,
+                Err(TryLockError::WouldBlock) => Verdict::Moving,
             };
-            if let Verdict::Steal(..) = slot_verdict {
-                return slot_verdict;
+            // Young outweighs moving, which outweighs quiet.
+            match slot_verdict {
+                Verdict::Steal(..) => return slot_verdict,
+                Verdict::Young => verdict = Verdict::Young,
+                Verdict::Moving if verdict == Verdict::Quiet => verdict = Verdict::Moving,
+                _ => {}
             }
-            verdict = match (verdict, slot_verdict) {
-                (Verdict::Young, _) | (_, Verdict::Young) => Verdict::Young,
-                _ if recent || look.is_full() => Verdict::Moving,
-                (verdict, _) => verdict,
-            };
         }
         verdict
     }
@@ -204,24 +195,15 @@ impl Watch {
 
 impl Entry {
     /// Worker `worker`'s slot's verdict from a fresh look, updating its
-    /// memory (`memory`, locked) and its quiet word: `Steal`, or the
-    /// slot's verdict and whether it was seen cycling lately.
-    fn judge(
-        &self,
-        memory: &mut Memory,
-        worker: usize,
-        look: Seen,
-        now: Instant,
-    ) -> (Verdict, bool) {
-        let slot_verdict = if look == memory.seen {
+    /// memory (`memory`, locked) and its quiet word: `Steal`; `Young`;
+    /// `Moving` if it is full or was seen cycling lately; else `Quiet`.
+    fn judge(&self, memory: &mut Memory, worker: usize, look: Seen, now: Instant) -> Verdict {
+        // Young: a full slot, not yet stale, and not seen cycling now.
+        let young = if look == memory.seen {
             if look.is_full() && now.duration_since(memory.since) >= STEAL_DELAY {
-                return (Verdict::Steal(worker, look), false);
+                return Verdict::Steal(worker, look);
             }
-            if look.is_full() {
-                Verdict::Young
-            } else {
-                Verdict::Quiet
-            }
+            look.is_full()
         } else {
             let fills = look.fills_since(memory.seen);
             let close_single = fills == 1
@@ -237,11 +219,7 @@ impl Entry {
             }
             memory.seen = look;
             memory.since = now;
-            if look.is_full() && !moving {
-                Verdict::Young
-            } else {
-                Verdict::Quiet
-            }
+            look.is_full() && !moving
         };
         let recent = memory
             .filled
@@ -253,7 +231,13 @@ impl Entry {
             Seen::NEVER_EMPTY
         };
         self.quiet.store(word, Ordering::Relaxed);
-        (slot_verdict, recent)
+        if young {
+            Verdict::Young
+        } else if quiet {
+            Verdict::Quiet
+        } else {
+            Verdict::Moving
+        }
     }
 }
 

@@ -50,14 +50,10 @@ impl Counters {
         ((self.0 >> SLEEPING_SHIFT) & THREAD_MASK) as usize
     }
 
-    pub(crate) fn inactive(self) -> usize {
-        ((self.0 >> INACTIVE_SHIFT) & THREAD_MASK) as usize
-    }
-
-    /// Workers searching for work, not asleep.
+    /// Workers searching for work, not asleep: inactive minus sleeping.
     #[inline]
     pub(crate) fn awake_idle(self) -> usize {
-        self.inactive() - self.sleeping()
+        ((self.0 >> INACTIVE_SHIFT) & THREAD_MASK) as usize - self.sleeping()
     }
 
     #[inline]

@@ -143,22 +143,17 @@ use crate::sync::{fence, lock, yield_now, AtomicUsize, Condvar, Mutex, MutexGuar
 /// Empty search rounds before a worker gets sleepy (then one more search,
 /// then sleep). Each round yields the processor once. Fewer rounds than
 /// rayon's 32 keep a sparse load's CPU (the suite's W9) at tokio's, with
-/// spawn throughput and wake latency unchanged.
-#[cfg(not(loom))]
-const ROUNDS_UNTIL_SLEEPY: u32 = 2;
-/// Under loom every round is a scheduling point; one keeps the model small
-/// without changing the protocol.
-#[cfg(loom)]
-const ROUNDS_UNTIL_SLEEPY: u32 = 1;
+/// spawn throughput and wake latency unchanged. Under loom every round is
+/// a scheduling point; one keeps the model small without changing the
+/// protocol.
+const ROUNDS_UNTIL_SLEEPY: u32 = if cfg!(loom) { 1 } else { 2 };
 
 /// Empty rounds before a worker that ran a job since its last idle spell
 /// gets sleepy: rayon's 32. A fork-join from outside (a game's frame loop)
 /// comes back within microseconds, and a worker asleep by then costs the
-/// frame a wake-up; sparse tasks (W9) never linger.
-#[cfg(not(loom))]
-const LINGER_ROUNDS: u32 = 32;
-#[cfg(loom)]
-const LINGER_ROUNDS: u32 = ROUNDS_UNTIL_SLEEPY;
+/// frame a wake-up; sparse tasks (W9) never linger. Under loom, no longer
+/// than any other spell.
+const LINGER_ROUNDS: u32 = if cfg!(loom) { ROUNDS_UNTIL_SLEEPY } else { 32 };
 
 /// What the sleep's final check found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -434,16 +429,13 @@ impl Sleep {
     fn watch(&self, domain: &Domain, slot: &Slot, mut park: MutexGuard<'_, Park>) {
         // Under loom the period may end at any moment: loom's timed wait
         // never times out, so the model waits no time at all.
-        #[cfg(not(loom))]
-        {
+        if !cfg!(loom) {
             park = slot
                 .condvar
                 .wait_timeout(park, crate::lifo::watch::WATCH_PERIOD)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
         }
-        #[cfg(loom)]
-        let _ = slot;
         *park = Park::Awake;
         drop(park);
         domain.watching.fetch_sub(1, Ordering::Relaxed);
@@ -577,14 +569,12 @@ impl Sleep {
         self.first_n(domain, n, |worker| self.wake_hinted(worker, hint))
     }
 
-    /// Wakes every sleeper: used once the pool terminates.
+    /// Wakes every sleeper and pokes every watcher (which would see
+    /// termination when its period ends anyway): used once the pool
+    /// terminates.
     pub(crate) fn wake_all(&self) {
         for worker in 0..self.slots.len() {
-            self.wake(worker);
-        }
-        // Watchers would see termination when their period ends anyway.
-        for domain in 0..=self.reserved.len() {
-            self.poke(domain, usize::MAX);
+            self.rouse(worker);
         }
     }
 
