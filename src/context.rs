@@ -16,7 +16,7 @@
 //! It lives below every other module, so that the task layer can read the
 //! pool address without knowing the pool, and each layer above reads what
 //! it knows of. It also carries, on any thread, the reason of a task
-//! cancellation in progress (see `task::cancelling`), and the task being
+//! cancellation in progress (see `task::cancel_reason`), and the task being
 //! polled, innermost first, with whether it woke itself during that poll
 //! (see `task::cell`: such a wake is recorded here, not in the task's state
 //! word).
@@ -46,7 +46,7 @@ struct Context {
     worker_address: Cell<*const ()>,
     /// On any thread: while a cancelled task's future is being dropped,
     /// why (a `CancelReason`'s code, 0 for none), for a future that reports
-    /// its own end (a scoped task; see `task::cancelling`).
+    /// its own end (a scoped task; see `task::cancel_reason`).
     cancelling: Cell<u8>,
     /// The task being polled on this thread (innermost), or null.
     #[cfg(not(loom))]

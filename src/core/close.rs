@@ -121,10 +121,6 @@ impl CloseState {
         phase(self.word.load(Ordering::SeqCst))
     }
 
-    pub(crate) fn is_open(&self) -> bool {
-        self.current_phase() == OPEN
-    }
-
     /// `CLOSING` or `TERMINATED`.
     #[inline]
     pub(crate) fn is_closing(&self) -> bool {

@@ -194,12 +194,6 @@ impl WorkerLocal {
         next
     }
 
-    /// Empties the slot and every local deque (at exit), dropping what it
-    /// finds.
-    pub(crate) fn drain(&self, shared: &Shared) {
-        self.take_all(shared).for_each(drop);
-    }
-
     /// Takes the task in the worker's LIFO slot at once, then, as it is
     /// iterated, those in its local deques, each with its channel: what
     /// a thread leaving the seat drops or moves out (`Pool::move_out`).

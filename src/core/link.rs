@@ -31,7 +31,7 @@ impl ChannelLink {
 
     /// Whether the pool still accepts new tasks (it has not begun to close).
     pub fn is_open(&self) -> bool {
-        self.shared.close.is_open()
+        !self.shared.close.is_closing()
     }
 
     /// Tells the pool that tasks became visible in this channel without a

@@ -165,7 +165,7 @@ impl Parked {
                 .slots
                 .iter()
                 .flatten()
-                .filter_map(ParkedTask::upgrade)
+                .filter_map(|parked| parked.task.upgrade())
                 .collect();
             for task in live {
                 task.close_wake();
@@ -178,7 +178,7 @@ impl ParkedRegistry for Parked {
     /// Registers a task that is about to park for the first time; returns
     /// its slot.
     fn register(&self, task: ParkedTask) -> u32 {
-        let mut shard = lock(&self.shards[ParkedTask::shard(task.key(), SHARDS)]);
+        let mut shard = lock(&self.shards[ParkedTask::shard(task.key, SHARDS)]);
         if let Some(slot) = shard.free.pop() {
             shard.slots[slot as usize] = Some(task);
             return slot;
@@ -196,7 +196,7 @@ impl ParkedRegistry for Parked {
     fn unregister(&self, key: usize, slot: u32) {
         let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
         let entry = shard.slots.get_mut(slot as usize);
-        if let Some(entry) = entry.filter(|e| e.as_ref().is_some_and(|task| task.key() == key)) {
+        if let Some(entry) = entry.filter(|e| e.as_ref().is_some_and(|task| task.key == key)) {
             *entry = None;
             shard.free.push(slot);
         }

@@ -299,7 +299,11 @@ impl Shared {
     /// task made for it must take ([`Admitted::hand_to`]).
     pub(crate) fn admit(&self, index: usize) -> Result<Option<Admitted<'_>>, Closed> {
         if !self.channels[index].complete_on_close {
-            return self.close.is_open().then_some(None).ok_or(Closed);
+            return if self.close.is_closing() {
+                Err(Closed)
+            } else {
+                Ok(None)
+            };
         }
         // The count is made either way; refused, it drops at once, which
         // gives it back (and may terminate).

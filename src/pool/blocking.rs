@@ -103,7 +103,7 @@ impl<B: PoolBehavior> Pool<B> {
         R: Send + 'static,
     {
         let (task, handle) = crate::task::spawn_unmovable(crate::run(f), self.scheduler.clone());
-        if !self.shared.close.is_open() {
+        if self.shared.close.is_closing() {
             task.set_cancel_reason(Some(CancelReason::PoolClosed));
             return handle;
         }

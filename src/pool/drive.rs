@@ -346,7 +346,7 @@ impl<B: PoolBehavior> Drop for Guest<'_, B> {
             },
         );
         if moved.is_none() {
-            local.drain(&pool.shared);
+            local.take_all(&pool.shared).for_each(drop);
         }
         pool.shared.seats.release(local, self.retired);
     }

@@ -61,7 +61,7 @@ pub(super) fn run<B: PoolBehavior>(
     // help or push onto (its pushes go to the injectors, which the other
     // workers or the last one out drain).
     drop(entered);
-    local.drain(&pool.shared);
+    local.take_all(&pool.shared).for_each(drop);
     // Before this worker counts as exited: close resolves after every
     // worker's hook, and its join of the threads stays immediate.
     ThreadConfig::call(&config.on_stop, index, "on_stop");

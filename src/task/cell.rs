@@ -766,8 +766,10 @@ impl<F: Future> TaskCell<F> {
 /// alive, and under a key (its header's address) that its unregistration
 /// names it by.
 pub(crate) struct ParkedTask {
-    key: usize,
-    task: Weak<dyn CloseWake>,
+    /// The key of the task (its header's address).
+    pub(crate) key: usize,
+    /// The task, while it is alive.
+    pub(crate) task: Weak<dyn CloseWake>,
 }
 
 /// A registered task, reached by close's sweep.
@@ -779,20 +781,10 @@ pub(crate) trait CloseWake: Send + Sync {
 }
 
 impl ParkedTask {
-    /// The key of the task (its header's address).
-    pub(crate) fn key(&self) -> usize {
-        self.key
-    }
-
     /// Which of `shards` the task at `key` registers in.
     pub(crate) fn shard(key: usize, shards: usize) -> usize {
         // Cells are at least 64 bytes apart in practice: skip those bits.
         (key >> 6) % shards
-    }
-
-    /// The task, if it is still alive.
-    pub(crate) fn upgrade(&self) -> Option<Arc<dyn CloseWake>> {
-        self.task.upgrade()
     }
 }
 

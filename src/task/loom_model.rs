@@ -672,7 +672,7 @@ fn abort_racing_a_dropped_token() {
     });
 }
 
-/// Close's sweep, as `core::parked::Parked::sweep` does it: the flag
+/// Close's sweep, as `core::parked::Parked::sweep(false)` does it: the flag
 /// first, then a snapshot of the live registered tasks taken under the
 /// registry's lock, close-woken after it.
 fn sweep(recorder: &Recorder) {
@@ -680,7 +680,7 @@ fn sweep(recorder: &Recorder) {
     close_wake_all(recorder);
 }
 
-/// Close's deadline, as `Parked::abandon`: the flag, then the same sweep.
+/// Close's deadline, as `Parked::sweep(true)`: the flag, then the same sweep.
 fn abandon(recorder: &Recorder) {
     recorder.abandoning.store(true, Ordering::SeqCst);
     close_wake_all(recorder);
@@ -689,7 +689,7 @@ fn abandon(recorder: &Recorder) {
 fn close_wake_all(recorder: &Recorder) {
     let live: Vec<_> = lock(&recorder.parked)
         .iter()
-        .filter_map(ParkedTask::upgrade)
+        .filter_map(|parked| parked.task.upgrade())
         .collect();
     for task in live {
         task.close_wake();
