@@ -423,6 +423,8 @@ impl fmt::Debug for Settings {
             .field("thread_config", &self.threads)
             .field("blocking", &self.blocking)
             .field("stall_threshold", &self.stall_threshold)
-            .finish_non_exhaustive()
+            .field("panic_handler", &self.panic_handler.is_some())
+            .field("deadlock_handler", &self.deadlock_handler.is_some())
+            .finish()
     }
 }

@@ -168,6 +168,8 @@ impl fmt::Debug for ThreadConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadConfig")
             .field("stack_size", &self.stack_size)
+            .field("on_start", &self.on_start.is_some())
+            .field("on_stop", &self.on_stop.is_some())
             .finish_non_exhaustive()
     }
 }

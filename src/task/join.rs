@@ -399,8 +399,11 @@ impl fmt::Display for JoinError {
         match &*self.repr {
             Repr::Cancelled(reason) => write!(f, "task cancelled: {}", reason.describe()),
             Repr::Panicked(payload) => {
+                // The message is copied out first: `f` runs unlocked.
                 let payload = payload.lock().unwrap_or_else(|p| p.into_inner());
-                write!(f, "task panicked: {}", panic_message(&**payload))
+                let message = panic_message(&**payload).to_owned();
+                drop(payload);
+                write!(f, "task panicked: {message}")
             }
         }
     }

@@ -255,7 +255,8 @@ pub(crate) use cell::{
 /// each header would be a word more a task). The `Weak` keeps the pool's
 /// allocation reserved, not the pool alive: a task's pointer to its pool
 /// (`as_ptr`) stays unique while the task exists, and `Weak::ptr_eq` tells
-/// whether two tasks share a pool.
+/// whether two tasks share a pool. The address is `Weak::as_ptr`'s, reached
+/// as `scheduler.as_ptr()`: `Arc::as_ptr(&scheduler)` would be the `Arc`'s.
 pub(crate) type SchedulerRef = Arc<Weak<dyn Schedule>>;
 
 /// A future a task can hold: it and its output go to other threads.
