@@ -152,8 +152,10 @@ impl<T> JoinSet<T> {
         Poll::Pending
     }
 
-    /// Takes `handle` into the set, listed for its first poll.
-    fn push(&mut self, handle: JoinHandle<T>) {
+    /// Takes `handle` into the set, listed for its first poll; returns a
+    /// handle that aborts its task.
+    fn push(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+        let abort = handle.abort_handle();
         let index = self.free.pop().unwrap_or_else(|| {
             let index = self.tasks.len();
             let ready = self.ready.clone();
@@ -163,6 +165,7 @@ impl<T> JoinSet<T> {
         });
         self.tasks[index].0 = Some(handle);
         lock(&self.ready.woken).push(index);
+        abort
     }
 }
 
@@ -177,10 +180,7 @@ impl<T: Send + 'static> JoinSet<T> {
         C: Exec + ?Sized,
         F: Future<Output = T> + Send + 'static,
     {
-        let handle = channel.exec(future);
-        let abort = handle.abort_handle();
-        self.push(handle);
-        abort
+        self.push(channel.exec(future))
     }
 
     /// Waits for the next task of the set to finish and returns its

@@ -115,21 +115,15 @@ impl CloseState {
         }
     }
 
-    /// The phase (SeqCst).
-    #[inline]
-    fn current_phase(&self) -> u64 {
-        phase(self.word.load(Ordering::SeqCst))
-    }
-
-    /// `CLOSING` or `TERMINATED`.
+    /// `CLOSING` or `TERMINATED` (SeqCst).
     #[inline]
     pub(crate) fn is_closing(&self) -> bool {
-        self.current_phase() != OPEN
+        phase(self.word.load(Ordering::SeqCst)) != OPEN
     }
 
     #[inline]
     pub(crate) fn is_terminated(&self) -> bool {
-        self.current_phase() == TERMINATED
+        phase(self.word.load(Ordering::SeqCst)) == TERMINATED
     }
 
     /// A task became counted (a followup moved it into a
@@ -159,15 +153,13 @@ impl CloseState {
     /// counted was left); wake the workers.
     #[must_use]
     pub(crate) fn begin(&self) -> bool {
+        // (An error: closing already.)
         let result = self
             .word
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
                 (phase(w) == OPEN).then_some(w | CLOSING)
             });
-        match result {
-            Ok(before) => before / ONE == 0 && self.terminate(),
-            Err(_) => false, // closing already
-        }
+        result.is_ok_and(|before| before / ONE == 0 && self.terminate())
     }
 
     /// Whether any worker thread is running (none in a zero-thread pool,

@@ -45,14 +45,13 @@ impl ClosingWakers {
             inner.next
         });
         let old = inner.wakers.get(&key);
-        if old.is_some_and(|old| old.will_wake(waker)) {
-            return false;
+        if !old.is_some_and(|old| old.will_wake(waker)) {
+            // The old waker drops after the lock: dropping a waker may free
+            // a task whose future holds another waiter of this set.
+            let old = inner.wakers.insert(key, waker.clone());
+            drop(inner);
+            drop(old);
         }
-        // The old waker drops after the lock: dropping a waker may free a
-        // task whose future holds another waiter of this set.
-        let old = inner.wakers.insert(key, waker.clone());
-        drop(inner);
-        drop(old);
         false
     }
 

@@ -20,7 +20,8 @@
 //!   a free slot, unlock. The header remembers the slot (written by the
 //!   responsible party only), so later parks skip this.
 //! * *Unregistration*, as the task's cell is freed (its header's `Drop`,
-//!   exclusive): lock the shard, empty the slot if it names this task.
+//!   exclusive): lock the shard, empty the task's slot (which only this
+//!   empties: entries leave only with their task).
 //! * *Sweep*, by close, after [`CloseState::begin`](super::CloseState)
 //!   moved the phase to `CLOSING`: set the *sweeping* flag (a SeqCst
 //!   read-modify-write of a mode word on a cache line of its own: parks
@@ -95,8 +96,10 @@
 //! futures it drops, and the followups of the `complete_on_close` tasks it
 //! hands back.
 
-use crate::sync::{lock, AtomicU8, AtomicUsize, Mutex, Ordering};
-use crate::task::{ParkedRegistry, ParkedTask};
+use std::sync::Weak;
+
+use crate::sync::{lock, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::task::{CloseWake, ParkedRegistry};
 
 /// Shards of the registry: registrations from different workers rarely
 /// meet on one lock.
@@ -125,7 +128,7 @@ const ABANDONING: u8 = 2;
 /// One shard: a slab of registrations.
 #[derive(Default)]
 struct Shard {
-    slots: Vec<Option<ParkedTask>>,
+    slots: Vec<Option<Weak<dyn CloseWake>>>,
     free: Vec<u32>,
 }
 
@@ -165,20 +168,26 @@ impl Parked {
                 .slots
                 .iter()
                 .flatten()
-                .filter_map(|parked| parked.task.upgrade())
+                .filter_map(Weak::upgrade)
                 .collect();
             for task in live {
                 task.close_wake();
             }
         }
     }
+
+    /// The shard of the task at `key` (its header's address).
+    fn shard(&self, key: usize) -> MutexGuard<'_, Shard> {
+        // Cells are at least 64 bytes apart in practice: skip those bits.
+        lock(&self.shards[(key >> 6) % SHARDS])
+    }
 }
 
 impl ParkedRegistry for Parked {
     /// Registers a task that is about to park for the first time; returns
     /// its slot.
-    fn register(&self, task: ParkedTask) -> u32 {
-        let mut shard = lock(&self.shards[ParkedTask::shard(task.key, SHARDS)]);
+    fn register(&self, key: usize, task: Weak<dyn CloseWake>) -> u32 {
+        let mut shard = self.shard(key);
         if let Some(slot) = shard.free.pop() {
             shard.slots[slot as usize] = Some(task);
             return slot;
@@ -194,12 +203,9 @@ impl ParkedRegistry for Parked {
 
     /// The task registered under `key` in `slot` is being freed.
     fn unregister(&self, key: usize, slot: u32) {
-        let mut shard = lock(&self.shards[ParkedTask::shard(key, SHARDS)]);
-        let entry = shard.slots.get_mut(slot as usize);
-        if let Some(entry) = entry.filter(|e| e.as_ref().is_some_and(|task| task.key == key)) {
-            *entry = None;
-            shard.free.push(slot);
-        }
+        let mut shard = self.shard(key);
+        shard.slots[slot as usize] = None;
+        shard.free.push(slot);
     }
 
     /// Whether a task that parks now must be dropped by its poller: an

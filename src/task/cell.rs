@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::mem::ManuallyDrop;
+use std::mem::{needs_drop, ManuallyDrop};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -74,6 +74,14 @@ impl Header {
         }
         self.registered.store(0, Ordering::Relaxed);
         stamp
+    }
+
+    /// Whether close drops the task if it parks now (`counted`: it counts
+    /// towards close; see `ParkedRegistry::drops`).
+    #[inline]
+    fn close_drops(&self, counted: bool) -> bool {
+        let pool = PoolRef::of(&self.scheduler);
+        pool.with(|pool| pool.parked().drops(counted)) == Some(true)
     }
 
     /// The entry of `line` while the task runs or is parked in it (read
@@ -212,8 +220,7 @@ impl Entry<'_> {
 
     /// Why the task is being cancelled (see [`CANCEL`]).
     fn cancel_reason(self, scheduler: &SchedulerRef) -> CancelReason {
-        let code = self.bits() & CANCEL;
-        CancelReason::from_code(code).unwrap_or_else(|| match scheduler.upgrade() {
+        CancelReason::from_code(self.bits() & CANCEL).unwrap_or_else(|| match scheduler.upgrade() {
             Some(pool) if !pool.is_closing() => CancelReason::DroppedByChannel,
             _ => CancelReason::PoolClosed,
         })
@@ -266,19 +273,17 @@ impl PoolRef {
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&dyn Schedule) -> R) -> Option<R> {
         match self {
-            PoolRef::OnWorker(pool) => {
-                // SAFETY: made on this thread while it was a worker of the
-                // pool at that address, and no other object could sit there,
-                // since the `Weak` in the task's `SchedulerRef` then kept the
-                // pool's allocation reserved; used before that worker's run
-                // returns (made and used within one call on the worker's
-                // stack: a `PoolRef` is never stored or sent), and while the
-                // worker's context is set its frame (`pool::worker::run`)
-                // owns an `Arc` to the pool (`crate::context`'s invariant):
-                // the pool is alive, and a shared reference to it is what
-                // every `Arc` holder has.
-                Some(f(unsafe { &**pool }))
-            }
+            // SAFETY: made on this thread while it was a worker of the
+            // pool at that address, and no other object could sit there,
+            // since the `Weak` in the task's `SchedulerRef` then kept the
+            // pool's allocation reserved; used before that worker's run
+            // returns (made and used within one call on the worker's
+            // stack: a `PoolRef` is never stored or sent), and while the
+            // worker's context is set its frame (`pool::worker::run`)
+            // owns an `Arc` to the pool (`crate::context`'s invariant):
+            // the pool is alive, and a shared reference to it is what
+            // every `Arc` holder has.
+            PoolRef::OnWorker(pool) => Some(f(unsafe { &**pool })),
             PoolRef::Upgraded(Some(pool)) => Some(f(&**pool)),
             PoolRef::Upgraded(None) => None,
         }
@@ -344,19 +349,6 @@ enum Stage<F: Future> {
 }
 
 impl<F: Future> Stage<F> {
-    /// The future, pinned, while the task has not finished.
-    #[inline]
-    fn future(&mut self) -> Option<Pin<&mut F>> {
-        match self {
-            // SAFETY: the future lives inside the task's `Arc` allocation,
-            // which never moves, and never leaves the stage but by being
-            // dropped in place (`finish` assigns over it). So it stays
-            // pinned.
-            Stage::Running(future) => Some(unsafe { Pin::new_unchecked(future) }),
-            _ => None,
-        }
-    }
-
     /// Drops what the stage holds, in place, catching a panic there (the
     /// future's and the output's destructors are user code), then writes
     /// `outcome` if there is one: the stage holds it after, or is empty,
@@ -441,9 +433,8 @@ impl<F: Future> Drop for TaskCell<F> {
             self.with_stage(|stage| {
                 // An empty stage, or an output with nothing to drop, skips
                 // the catch.
-                let output = matches!(stage, Stage::Finished(Ok(_)));
-                let empty = matches!(stage, Stage::Empty);
-                if !empty && (!output || std::mem::needs_drop::<F::Output>()) {
+                let trivial = matches!(stage, Stage::Finished(Ok(_))) && !needs_drop::<F::Output>();
+                if !trivial && !matches!(stage, Stage::Empty) {
                     stage.finish(None);
                 }
             })
@@ -452,7 +443,6 @@ impl<F: Future> Drop for TaskCell<F> {
 }
 
 /// What [`RunningTask::enter_channel`] found.
-#[derive(Copy, Clone)]
 pub(crate) struct Entered {
     /// The task holds a count towards close.
     pub(crate) counted: bool,
@@ -655,11 +645,11 @@ impl fmt::Debug for RunningTask {
     }
 }
 
+/// A new task's token and handle.
+type Spawned<T> = (RunningTask, JoinHandle<T>);
+
 /// Creates a task for `future`, owned by the pool behind `scheduler`.
-pub(crate) fn spawn<F: TaskFuture>(
-    future: F,
-    scheduler: SchedulerRef,
-) -> (RunningTask, JoinHandle<F::Output>) {
+pub(crate) fn spawn<F: TaskFuture>(future: F, scheduler: SchedulerRef) -> Spawned<F::Output> {
     with_handle(new_cell(future, scheduler, false, true))
 }
 
@@ -668,7 +658,7 @@ pub(crate) fn spawn<F: TaskFuture>(
 pub(crate) fn spawn_unmovable<F: TaskFuture>(
     future: F,
     scheduler: SchedulerRef,
-) -> (RunningTask, JoinHandle<F::Output>) {
+) -> Spawned<F::Output> {
     with_handle(new_cell(future, scheduler, true, true))
 }
 
@@ -680,9 +670,8 @@ pub(crate) fn spawn_detached<F: TaskFuture>(future: F, scheduler: SchedulerRef) 
 }
 
 /// The token and the handle of a new task's cell.
-fn with_handle<F: TaskFuture>(cell: Arc<TaskCell<F>>) -> (RunningTask, JoinHandle<F::Output>) {
-    let join = JoinHandle::new(cell.clone() as Arc<dyn JoinTarget<F::Output>>);
-    (RunningTask::new(cell), join)
+fn with_handle<F: TaskFuture>(cell: Arc<TaskCell<F>>) -> Spawned<F::Output> {
+    (RunningTask::new(cell.clone()), JoinHandle::new(cell))
 }
 
 /// The cell of a new task; `joined`: a handle will be made for it.
@@ -761,31 +750,14 @@ impl<F: Future> TaskCell<F> {
     }
 }
 
-/// A task that has parked, as its pool's registry of parked tasks holds
-/// it (see `core::parked`): weakly, so that the registry keeps no future
-/// alive, and under a key (its header's address) that its unregistration
-/// names it by.
-pub(crate) struct ParkedTask {
-    /// The key of the task (its header's address).
-    pub(crate) key: usize,
-    /// The task, while it is alive.
-    pub(crate) task: Weak<dyn CloseWake>,
-}
-
-/// A registered task, reached by close's sweep.
+/// A task as its pool's registry of parked tasks holds it (see
+/// `core::parked`): weakly, so that the registry keeps no future alive;
+/// reached by close's sweep.
 pub(crate) trait CloseWake: Send + Sync {
     /// Claims the task if it is parked, and drops it, or hands it back if
     /// it counts towards close and the deadline has not passed (see
     /// `core::parked`).
     fn close_wake(self: Arc<Self>);
-}
-
-impl ParkedTask {
-    /// Which of `shards` the task at `key` registers in.
-    pub(crate) fn shard(key: usize, shards: usize) -> usize {
-        // Cells are at least 64 bytes apart in practice: skip those bits.
-        (key >> 6) % shards
-    }
 }
 
 impl<F: TaskFuture> CloseWake for TaskCell<F> {
@@ -799,17 +771,15 @@ impl<F: TaskFuture> CloseWake for TaskCell<F> {
             return;
         };
         // Claimed: we are responsible, and the line's entry is ours to read.
-        let counted = self.header.line_entry(line).has(COUNTED);
-        let pool = PoolRef::of(&self.header.scheduler);
-        let token = self.token(line, false);
-        let reason = if !counted {
+        let reason = if !self.header.line_entry(line).has(COUNTED) {
             CancelReason::PoolClosed
-        } else if pool.with(|pool| pool.parked().drops(true)) == Some(true) {
+        } else if self.header.close_drops(true) {
             CancelReason::CloseTimedOut
         } else {
-            return schedule(token);
+            return schedule(self.token(line, false));
         };
-        token.set_cancel_reason(Some(reason));
+        // Dropped here: cancelled for `reason`.
+        self.token(line, false).set_cancel_reason(Some(reason));
     }
 }
 
@@ -831,14 +801,11 @@ impl<F: TaskFuture> Runnable for TaskCell<F> {
     }
 
     fn run(self: Arc<Self>) -> Ran {
-        let own = Entry(&self.header.own);
+        let (header, own) = (&self.header, Entry(&self.header.own));
         let (started, channel) = (own.has(STARTED), own.from() as u32);
-        let start = self
-            .header
-            .state
-            .start(FIRST_LINE, started, own.has(REQUEUED));
+        let start = header.state.start(FIRST_LINE, started, own.has(REQUEUED));
         let first = start == Start::Poll && !started;
-        let stamp = if first { self.header.take_stamp() } else { 0 };
+        let stamp = if first { header.take_stamp() } else { 0 };
         let outcome = match start {
             Start::Poll => self.poll(FIRST_LINE, started),
             Start::Aborted => self.finish_aborted(FIRST_LINE),
@@ -942,9 +909,14 @@ impl<F: TaskFuture> TaskCell<F> {
         let waker = waker_ref(&self);
         let mut cx = Context::from_waker(&waker);
         let poll = |stage: &mut Stage<F>| {
-            let Some(future) = stage.future() else {
+            let Stage::Running(future) = stage else {
                 unreachable!("a scheduled task holds its future");
             };
+            // SAFETY: the future lives inside the task's `Arc` allocation,
+            // which never moves, and never leaves the stage but by being
+            // dropped in place (`Stage::finish` assigns over it). So it
+            // stays pinned.
+            let future = unsafe { Pin::new_unchecked(future) };
             catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx)))
         };
         // A wake of this task on this thread during the poll is recorded in
@@ -971,10 +943,11 @@ impl<F: TaskFuture> TaskCell<F> {
                 }
                 let counted = self.header.line_entry(line).has(COUNTED);
                 match self.header.state.end_poll_pending(woke_itself, line) {
-                    Park::Parked => {
-                        self.drop_if_closing(counted);
-                        drop_reference(self)
-                    }
+                    // Close is sweeping (for an uncounted task) or past its
+                    // deadline (for any): claimed back and dropped (see
+                    // `core::parked`: the sweep may have passed it by).
+                    Park::Parked if self.header.close_drops(counted) => self.close_wake(),
+                    Park::Parked => drop_reference(self),
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion). The
                     // word stays running, so the stage passes to the next
@@ -991,13 +964,11 @@ impl<F: TaskFuture> TaskCell<F> {
             Err(panic) => {
                 // The pool logs it with the task's channel, and hands it to
                 // the behavior if nobody holds the task's handle.
-                let channel = self.header.line_entry(line).channel();
-                let detached = !self.header.joined.load(Ordering::Relaxed);
                 PoolRef::of(&self.header.scheduler).with(|pool| {
                     pool.report(Event::Panicked {
-                        channel,
+                        channel: self.header.line_entry(line).channel(),
                         panic: &*panic,
-                        detached,
+                        detached: !self.header.joined.load(Ordering::Relaxed),
                     })
                 });
                 Err(JoinError::panicked(panic))
@@ -1113,25 +1084,10 @@ impl<F: TaskFuture> TaskCell<F> {
     #[cold]
     #[inline(never)]
     fn register_parked(self: &Arc<Self>) {
-        let task = ParkedTask {
-            key: header_address(&self.header) as usize,
-            task: Arc::downgrade(self) as Weak<dyn CloseWake>,
-        };
-        let slot = PoolRef::of(&self.header.scheduler).with(|pool| pool.parked().register(task));
-        if let Some(slot) = slot {
-            self.header.registered.store(slot + 1, Ordering::Relaxed);
-        }
-    }
-
-    /// After parking the task (`counted`: whether it counts towards
-    /// close): if close is sweeping (for an uncounted task) or past its
-    /// deadline (for any), claims it back and drops it (see
-    /// `core::parked`: the sweep may have passed it by).
-    #[inline]
-    fn drop_if_closing(self: &Arc<Self>, counted: bool) {
+        let (key, task) = (header_address(&self.header) as usize, Arc::downgrade(self));
         let pool = PoolRef::of(&self.header.scheduler);
-        if pool.with(|pool| pool.parked().drops(counted)) == Some(true) {
-            self.clone().close_wake();
+        if let Some(slot) = pool.with(|pool| pool.parked().register(key, task)) {
+            self.header.registered.store(slot + 1, Ordering::Relaxed);
         }
     }
 

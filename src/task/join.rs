@@ -174,19 +174,15 @@ impl<T> JoinHandle<T> {
     /// does not keep a finished task's output, nor a task nobody can wake
     /// any more, from being freed.
     pub fn abort_handle(&self) -> AbortHandle {
-        AbortHandle {
-            task: self.control().as_ref().map(Arc::downgrade),
-        }
+        AbortHandle(self.control().as_ref().map(Arc::downgrade))
     }
 }
 
 /// Aborts a task without owning its output: see [`JoinHandle::abort`].
 /// Made by [`JoinHandle::abort_handle`] (or by a `JoinSet`); cloneable.
+// `None` for a task the pool refused, or whose output was taken.
 #[derive(Clone)]
-pub struct AbortHandle {
-    /// `None` for a task the pool refused, or whose output was taken.
-    task: Option<Weak<dyn Abort>>,
-}
+pub struct AbortHandle(Option<Weak<dyn Abort>>);
 
 impl AbortHandle {
     /// Aborts the task: see [`JoinHandle::abort`]. Does nothing once it
@@ -205,7 +201,7 @@ impl AbortHandle {
 
     /// The task, to control (`None` once it is gone).
     pub(crate) fn control(&self) -> Option<Arc<dyn Abort>> {
-        self.task.as_ref()?.upgrade()
+        self.0.as_ref()?.upgrade()
     }
 }
 
@@ -272,9 +268,7 @@ impl<T> fmt::Debug for JoinHandle<T> {
 }
 
 /// Why a task gave no output.
-pub struct JoinError {
-    repr: Box<Repr>,
-}
+pub struct JoinError(Box<Repr>);
 
 /// Why a task was cancelled: see [`JoinError::cancel_reason`].
 #[non_exhaustive]
@@ -354,26 +348,22 @@ enum Repr {
 
 impl JoinError {
     pub(crate) fn cancelled(reason: CancelReason) -> JoinError {
-        JoinError {
-            repr: Box::new(Repr::Cancelled(reason)),
-        }
+        JoinError(Box::new(Repr::Cancelled(reason)))
     }
 
     pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> JoinError {
-        JoinError {
-            repr: Box::new(Repr::Panicked(std::sync::Mutex::new(payload))),
-        }
+        JoinError(Box::new(Repr::Panicked(std::sync::Mutex::new(payload))))
     }
 
     /// The task was dropped before it finished, or never accepted:
     /// [`JoinError::cancel_reason`] says why.
     pub fn is_cancelled(&self) -> bool {
-        matches!(*self.repr, Repr::Cancelled(_))
+        matches!(*self.0, Repr::Cancelled(_))
     }
 
     /// Why the task was cancelled, or `None` if it panicked.
     pub fn cancel_reason(&self) -> Option<CancelReason> {
-        match *self.repr {
+        match *self.0 {
             Repr::Cancelled(reason) => Some(reason),
             Repr::Panicked(_) => None,
         }
@@ -381,13 +371,13 @@ impl JoinError {
 
     /// The task panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(*self.repr, Repr::Panicked(_))
+        matches!(*self.0, Repr::Panicked(_))
     }
 
     /// The panic's payload, to resume it with `std::panic::resume_unwind`.
     /// Returns the error back if the task did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        match *self.repr {
+        match *self.0 {
             Repr::Panicked(payload) => Ok(payload.into_inner().unwrap_or_else(|p| p.into_inner())),
             Repr::Cancelled(_) => Err(self),
         }
@@ -396,7 +386,7 @@ impl JoinError {
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &*self.repr {
+        match &*self.0 {
             Repr::Cancelled(reason) => write!(f, "task cancelled: {}", reason.describe()),
             Repr::Panicked(payload) => {
                 // The message is copied out first: `f` runs unlocked.

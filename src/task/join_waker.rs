@@ -59,9 +59,7 @@ const REGISTERING: u8 = 0b01;
 const WAKING: u8 = 0b10;
 
 /// The slot; its state byte is kept by the caller (see the module doc).
-pub(crate) struct JoinWaker {
-    waker: UnsafeCell<Option<Waker>>,
-}
+pub(crate) struct JoinWaker(UnsafeCell<Option<Waker>>);
 
 // SAFETY: the slot is touched only by the party that holds it through the
 // state byte's protocol (see the module doc): one at a time, each hand-over
@@ -70,9 +68,7 @@ unsafe impl Sync for JoinWaker {}
 
 impl JoinWaker {
     pub(crate) fn new() -> JoinWaker {
-        JoinWaker {
-            waker: UnsafeCell::new(None),
-        }
+        JoinWaker(UnsafeCell::new(None))
     }
 
     /// The joiner's side: leaves `waker` to be woken by [`JoinWaker::wake`]
@@ -93,7 +89,7 @@ impl JoinWaker {
             // most one more poll.)
             return waker.wake_by_ref();
         }
-        self.waker.with_mut(|slot| {
+        self.0.with_mut(|slot| {
             // SAFETY: `REGISTERING` gives us the slot: the completer takes
             // it only from `0`.
             let slot = unsafe { &mut *slot };
@@ -112,7 +108,7 @@ impl JoinWaker {
             // exchange acquired its `fetch_or`, so the joiner's next look
             // sees `COMPLETE`: this wake only spares it a poll that would
             // find nothing new.)
-            let woken = self.waker.with_mut(|slot| {
+            let woken = self.0.with_mut(|slot| {
                 // SAFETY: as above: the completer set `WAKING` on a taken
                 // slot and left it.
                 unsafe { &mut *slot }.take()
@@ -134,7 +130,7 @@ impl JoinWaker {
         if state.fetch_or(WAKING, Ordering::AcqRel) != 0 {
             return None;
         }
-        let waker = self.waker.with_mut(|slot| {
+        let waker = self.0.with_mut(|slot| {
             // SAFETY: we set `WAKING` on a free slot: it is ours until we
             // clear it (the joiner's first exchange fails meanwhile).
             unsafe { &mut *slot }.take()

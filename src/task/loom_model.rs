@@ -39,7 +39,7 @@ impl RunOutcome {
 struct Recorder {
     queued: Mutex<Vec<RunningTask>>,
     /// Tasks registered as parked (the pool's registry, `core::parked`).
-    parked: Mutex<Vec<ParkedTask>>,
+    parked: Mutex<Vec<Weak<dyn CloseWake>>>,
     /// The registry's sweeping flag (`core::parked`): a SeqCst store, read
     /// by SeqCst loads.
     closing: AtomicBool,
@@ -78,7 +78,7 @@ impl Schedule for Recorder {
 }
 
 impl ParkedRegistry for Recorder {
-    fn register(&self, task: ParkedTask) -> u32 {
+    fn register(&self, _key: usize, task: Weak<dyn CloseWake>) -> u32 {
         let mut parked = lock(&self.parked);
         parked.push(task);
         parked.len() as u32 - 1
@@ -689,7 +689,7 @@ fn abandon(recorder: &Recorder) {
 fn close_wake_all(recorder: &Recorder) {
     let live: Vec<_> = lock(&recorder.parked)
         .iter()
-        .filter_map(|parked| parked.task.upgrade())
+        .filter_map(Weak::upgrade)
         .collect();
     for task in live {
         task.close_wake();

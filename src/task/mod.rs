@@ -246,8 +246,8 @@ pub use join::{AbortHandle, CancelReason, JoinError, JoinHandle, MoveError};
 pub(crate) use join::Abort as Control;
 
 pub(crate) use cell::{
-    spawn, spawn_detached, spawn_unmovable, with_polling_task, ParkedTask, RunOutcome,
-    CHANNEL_BITS, STAMP,
+    spawn, spawn_detached, spawn_unmovable, with_polling_task, CloseWake, RunOutcome, CHANNEL_BITS,
+    STAMP,
 };
 
 /// A task's way to its pool, one thin pointer in every task's header: an
@@ -322,9 +322,10 @@ pub(crate) enum Event<'a> {
 /// Where a pool keeps its parked tasks (weakly), so that close can sweep
 /// them (see `core::parked`).
 pub(crate) trait ParkedRegistry {
-    /// The task is about to park for the first time: kept, and its slot
-    /// returned, for [`ParkedRegistry::unregister`].
-    fn register(&self, task: ParkedTask) -> u32;
+    /// The task is about to park for the first time: kept (weakly) under
+    /// `key`, its header's address, and its slot returned, for
+    /// [`ParkedRegistry::unregister`].
+    fn register(&self, key: usize, task: Weak<dyn CloseWake>) -> u32;
     /// The task registered under `key` in `slot` is being freed.
     fn unregister(&self, key: usize, slot: u32);
     /// Whether a task that parks now must be dropped: close's sweep has

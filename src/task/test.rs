@@ -24,7 +24,7 @@ impl RunOutcome {
 struct Recorder {
     queued: Mutex<Vec<RunningTask>>,
     /// Tasks registered as parked.
-    parked: Mutex<Vec<ParkedTask>>,
+    parked: Mutex<Vec<Weak<dyn CloseWake>>>,
     released: AtomicUsize,
     /// Schedules of tasks woken while running (yields).
     yields: AtomicUsize,
@@ -58,7 +58,7 @@ impl Schedule for Recorder {
 }
 
 impl ParkedRegistry for Recorder {
-    fn register(&self, task: ParkedTask) -> u32 {
+    fn register(&self, _key: usize, task: Weak<dyn CloseWake>) -> u32 {
         let mut parked = self.parked.lock().unwrap();
         parked.push(task);
         parked.len() as u32 - 1
