@@ -307,17 +307,6 @@ pub(crate) fn pool_and_worker_address() -> (*const (), *const ()) {
         .unwrap_or((std::ptr::null(), std::ptr::null()))
 }
 
-/// Calls `f` with the calling thread's worker, if it is one of type `W`.
-/// The worker is borrowed for the call: `f` must not enter or leave a
-/// context (nothing does but a worker's start and end).
-#[inline]
-pub(crate) fn with_worker<W: 'static, R>(f: impl FnOnce(&W) -> R) -> Option<R> {
-    CONTEXT
-        .try_with(|c| c.worker.borrow().as_deref()?.downcast_ref::<W>().map(f))
-        .ok()
-        .flatten()
-}
-
 /// Sets the code of the cancellation in progress on this thread, returning
 /// the one it replaces (0: none).
 pub(crate) fn set_cancelling(code: u8) -> u8 {

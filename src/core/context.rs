@@ -60,10 +60,10 @@ pub(crate) struct WorkerLocal {
     pub(crate) idle: Cell<bool>,
     /// An address near the top of the worker thread's stack (for a guest:
     /// of the frame that took the seat).
-    pub(crate) stack_base: Cell<usize>,
+    pub(crate) stack_base: usize,
     /// How much stack below `stack_base` the worker may have used and still
     /// start helping in a wait (see `pool::worker`).
-    pub(crate) stack_budget: Cell<usize>,
+    pub(crate) stack_budget: usize,
     /// Whether this is a guest seat (see `seats`), not a worker thread's.
     pub(crate) guest: bool,
     /// The lowest level this seat serves: the last, unless the seat is a
@@ -120,8 +120,8 @@ impl WorkerLocal {
                 ran_job: Cell::new(false),
                 watch_from: Cell::new(index + 1),
                 idle: Cell::new(false),
-                stack_base: Cell::new(0),
-                stack_budget: Cell::new(0),
+                stack_base: 0,
+                stack_budget: 0,
                 guest,
                 floor,
                 reserved,
@@ -141,7 +141,7 @@ impl WorkerLocal {
             && self.channels[channel]
                 .fault
                 .get()
-                .until
+                .until()
                 .is_some_and(|until| Instant::now() < until)
     }
 
@@ -152,15 +152,13 @@ impl WorkerLocal {
     pub(crate) fn fault(&self, channel: usize) {
         let now = Instant::now();
         let fault = self.channels[channel].fault.get();
-        let in_a_row = fault
-            .last
-            .is_some_and(|last| now.duration_since(last) < Fault::LONGEST * 4);
-        let backoff = if in_a_row { fault.next } else { Fault::FIRST };
-        self.channels[channel].fault.set(Fault {
-            until: Some(now + backoff),
-            next: (backoff * 2).min(Fault::LONGEST),
-            last: Some(now),
-        });
+        let prior = match fault.last {
+            Some(last) if now.duration_since(last) < Fault::LONGEST * 4 => fault.backoff,
+            _ => Duration::ZERO, // not in a row
+        };
+        let backoff = (prior * 2).clamp(Fault::FIRST, Fault::LONGEST);
+        let last = Some(now);
+        self.channels[channel].fault.set(Fault { last, backoff });
         self.faulted.set(true);
     }
 
@@ -169,27 +167,20 @@ impl WorkerLocal {
     pub(crate) fn recovered(&self, channel: usize) {
         if self.faulted.get() {
             self.channels[channel].fault.set(Fault::NONE);
-            self.faulted
-                .set(self.channels.iter().any(|c| c.fault.get().until.is_some()));
+            self.next_retry();
         }
     }
 
     /// When the first channel this worker leaves alone is due again, if
-    /// any is left alone now (a back-off that ran out is forgotten).
+    /// any is left alone now (once every back-off ran out, `skips` reads
+    /// no clock until the next fault).
     pub(crate) fn next_retry(&self) -> Option<Instant> {
         if !self.faulted.get() {
             return None;
         }
         let now = Instant::now();
-        let mut next: Option<Instant> = None;
-        for fault in self.channels.iter().map(|c| &c.fault) {
-            let f = fault.get();
-            match f.until {
-                Some(until) if until > now => next = Some(next.map_or(until, |n| n.min(until))),
-                Some(_) => fault.set(Fault { until: None, ..f }),
-                None => {}
-            }
-        }
+        let until = self.channels.iter().filter_map(|c| c.fault.get().until());
+        let next = until.filter(|&until| until > now).min();
         self.faulted.set(next.is_some());
         next
     }
@@ -319,9 +310,12 @@ impl WorkerLocal {
         self.hooks().help_once(self, channel, allowed)
     }
 
-    /// As [`PoolHooks::waker`].
+    /// Wakes this worker from any thread if it sleeps in its slot (asked
+    /// only while a thread is it).
     pub(crate) fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
-        self.hooks().waker(self)
+        let shared = self.shared.clone().expect("a thread is this worker");
+        let index = self.index;
+        Box::new(move || shared.sleep.rouse(index))
     }
 
     /// As [`PoolHooks::block_in_place`].
@@ -503,22 +497,24 @@ impl FairTick {
 /// A worker's back-off from a channel whose `pop` panicked.
 #[derive(Copy, Clone, Debug)]
 struct Fault {
-    /// Left alone until then.
-    until: Option<Instant>,
-    /// The next back-off, if the next panic comes in a row.
-    next: Duration,
     /// When it last panicked.
     last: Option<Instant>,
+    /// The back-off from then (doubled if the next panic comes in a row).
+    backoff: Duration,
 }
 
 impl Fault {
     const NONE: Fault = Fault {
-        until: None,
-        next: Fault::FIRST,
         last: None,
+        backoff: Duration::ZERO,
     };
     const FIRST: Duration = Duration::from_millis(1);
     const LONGEST: Duration = Duration::from_millis(100);
+
+    /// Until when the channel is left alone (maybe past).
+    fn until(self) -> Option<Instant> {
+        Some(self.last? + self.backoff)
+    }
 }
 
 /// What a worker needs its pool to do, implemented by the pool (which
@@ -527,9 +523,6 @@ pub(crate) trait PoolHooks {
     /// Runs the pool's queued tasks on `worker` until `done()` is true
     /// (see `scope::help::Help::help_until`).
     fn help_until(&self, worker: &WorkerLocal, done: &dyn Fn() -> bool) -> bool;
-
-    /// Wakes `worker` from any thread if it sleeps in its slot.
-    fn waker(&self, worker: &WorkerLocal) -> Box<dyn Fn() + Send + Sync>;
 
     /// One round of an isolated wait on `worker` (see `scope::stack`):
     /// runs one task of a level strictly above channel `channel`'s (of
@@ -631,13 +624,10 @@ pub(crate) fn should_yield(pool: *const (), channel: usize) -> bool {
 /// Whether the job the calling worker runs outside any task's poll should
 /// yield (see `WorkerLocal::run_job`): `false` if it runs none.
 pub(crate) fn job_should_yield() -> bool {
-    crate::context::with_worker(|local: &WorkerLocal| {
-        local
-            .job_channel
-            .get()
-            .is_some_and(|channel| local.should_yield(channel))
+    current().is_some_and(|local| {
+        let channel = local.job_channel.get();
+        channel.is_some_and(|channel| local.should_yield(channel))
     })
-    .unwrap_or(false)
 }
 
 /// The calling thread's worker, if it is one.

@@ -12,6 +12,7 @@ use crate::core::context::{Allowed, LocalTask, PoolHooks, WorkerContext, WorkerL
 use crate::core::job::{JobRef, Tag};
 use crate::core::meters::{self, SeatMeters};
 use crate::lifo::watch::Verdict;
+use crate::lifo::SlotTask;
 use crate::schedule::Cursor;
 use crate::sleep::Check;
 use crate::sync::Restore;
@@ -96,12 +97,9 @@ fn serve<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, stop: &dyn Fn() -
                 }
                 execute(pool, Some(seat), task);
             }
-            None if local.run_stolen() => {}
             // Stopped (the loop ends), or a channel left alone: only the
             // loop's condition decides whether the worker exits.
-            None if !stop() => {
-                back_off(local);
-            }
+            None if !local.run_stolen() && !stop() => _ = back_off(local),
             None => {}
         }
     }
@@ -147,8 +145,9 @@ fn search_idle<B: PoolBehavior>(
     // A reserved worker serves only the levels down to its floor: it
     // neither steals from nor watches the LIFO slots (whose tasks are of
     // the lowest level), and sleeps while only lower levels have work.
-    let reserved =
-        (local.floor < pool.levels.lowest()).then(|| pool.levels.bits_down_to(local.floor));
+    let reserved = local
+        .reserved
+        .then(|| pool.levels.bits_down_to(local.floor));
     let found = loop {
         if stop() {
             break None;
@@ -237,15 +236,22 @@ fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> Verdict 
         .watch
         .observe_window(local.index, &shared.lifo, &local.watch_from);
     if let Verdict::Steal(worker, seen) = verdict {
-        if let Some((channel, task)) = shared.lifo[worker].steal(seen) {
+        if let Some(stolen) = shared.lifo[worker].steal(seen) {
             shared.meters.seats[local.index].steals.add(1);
-            shared.meters.moved_out(local.index, channel);
-            local
-                .lifo
-                .flushing_during(|| pool.channel_at(channel).submit(task));
+            flush_out(pool, local, stolen);
         }
     }
     verdict
+}
+
+/// Submits `task` (of `channel`), taken out of a LIFO slot, to its
+/// channel, where every worker sees it: with the worker's local queues
+/// closed to it, so that it does not land back on this worker.
+fn flush_out<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, (channel, task): SlotTask) {
+    pool.shared.meters.moved_out(local.index, channel);
+    local
+        .lifo
+        .flushing_during(|| pool.channel_at(channel).submit(task));
 }
 
 /// Makes the calling thread the worker `local` of `pool`, served by
@@ -254,11 +260,11 @@ fn steal_stale<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal) -> Verdict 
 pub(super) fn enter_seat<B: PoolBehavior>(
     pool: &Arc<Pool<B>>,
     hooks: Arc<Pool<B>>,
-    local: WorkerLocal,
+    mut local: WorkerLocal,
     budget: usize,
 ) -> (std::rc::Rc<WorkerLocal>, crate::context::Entered) {
-    local.stack_base.set(stack_address());
-    local.stack_budget.set(budget);
+    local.stack_base = stack_address();
+    local.stack_budget = budget;
     let address = Arc::as_ptr(pool).cast::<()>();
     local.enter(address, pool.shared.clone(), Box::new(hooks))
 }
@@ -266,7 +272,7 @@ pub(super) fn enter_seat<B: PoolBehavior>(
 /// Whether the worker uses more of its stack than its budget allows for
 /// running tasks on top (see `help_stack_budget`).
 pub(super) fn over_stack_budget(local: &WorkerLocal) -> bool {
-    local.stack_base.get().saturating_sub(stack_address()) > local.stack_budget.get()
+    local.stack_base.saturating_sub(stack_address()) > local.stack_budget
 }
 
 /// An address on the current stack, to measure how much of it is in use
@@ -301,11 +307,8 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let shared = &*pool.shared;
         let _outer = Nested::save(shared, local);
         if over_stack_budget(local) {
-            if let Some((channel, task)) = shared.lifo[local.index].take() {
-                shared.meters.moved_out(local.index, channel);
-                local
-                    .lifo
-                    .flushing_during(|| pool.channel_at(channel).submit(task));
+            if let Some(task) = shared.lifo[local.index].take() {
+                flush_out(pool, local, task);
             }
             return false;
         }
@@ -319,9 +322,7 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
                     return false;
                 }
                 match find(pool, &worker, &mut cursor) {
-                    Some(task) => {
-                        execute(pool, Some(seat), task);
-                    }
+                    Some(task) => _ = execute(pool, Some(seat), task),
                     None if local.run_stolen() => {}
                     None if matches!(steal_stale(pool, local), Verdict::Steal(..))
                         || (!done() && back_off(local)) => {}
@@ -410,8 +411,8 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
         let Some(future) = take() else {
             return;
         };
-        let (task, detached) = crate::task::spawn(future, pool.scheduler.clone());
-        drop(detached);
+        // (Detached: the handle drops at once.)
+        let (task, _) = crate::task::spawn(future, pool.scheduler.clone());
         if let Some(count) = count {
             count.hand_to(&task);
         }
@@ -425,12 +426,6 @@ impl<B: PoolBehavior> PoolHooks for Arc<Pool<B>> {
 
     fn block_in_place(&self, local: &WorkerLocal, f: &mut dyn FnMut()) {
         Pool::block_in_place(self, local, f);
-    }
-
-    fn waker(&self, local: &WorkerLocal) -> Box<dyn Fn() + Send + Sync> {
-        let shared = self.shared.clone();
-        let index = local.index;
-        Box::new(move || shared.sleep.rouse(index))
     }
 }
 
@@ -453,13 +448,13 @@ pub(super) fn find<B: PoolBehavior>(
             // and the slot keeps its order ahead of the worker's queue.
             let admitted = pool.levels.admits(status, cursor, channel);
             if admitted && !local.channels[channel].tick.slot_run() {
-                refill(pool, local, channel, task);
+                refill(pool, local, (channel, task));
             } else if admitted && (local.lifo.extend_streak() || !pool.work_remains()) {
                 // At the end of a streak, queued work goes first, if there
                 // is any: the slot must not keep a worker from it.
                 return Some(pool.running(worker, channel, task));
             } else {
-                behind_queue(pool, local, channel, task);
+                behind_queue(pool, local, (channel, task));
             }
         }
         local.lifo.end_streak();
@@ -484,28 +479,23 @@ pub(super) fn find<B: PoolBehavior>(
     found
 }
 
-/// Puts `task` (of `channel`), just taken from the worker's own slot,
-/// back in it, announced as any fill (see `lifo`).
+/// Puts `task` (with its channel), just taken from the worker's own
+/// slot, back in it, announced as any fill (see `lifo`).
 #[cold]
-fn refill<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, channel: usize, task: RunningTask) {
+fn refill<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, task: SlotTask) {
     let shared = &pool.shared;
-    match shared.lifo[local.index].fill((channel, task)) {
+    match shared.lifo[local.index].fill(task) {
         Ok(()) => shared.sleep.slot_filled(local.idle.get()),
         // (Only its worker fills a slot, and it just took this one: not
         // seen. Were it full, the task would go behind the queue.)
-        Err((channel, task)) => behind_queue(pool, local, channel, task),
+        Err(task) => behind_queue(pool, local, task),
     }
 }
 
 /// Submits `task` (of `channel`), taken from the worker's own slot, behind
 /// the channel's work queued on this worker (tokio's LIFO slot does the
 /// same), where other workers can steal it.
-fn behind_queue<B: PoolBehavior>(
-    pool: &Pool<B>,
-    local: &WorkerLocal,
-    channel: usize,
-    task: RunningTask,
-) {
+fn behind_queue<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, (channel, task): SlotTask) {
     pool.shared.meters.moved_out(local.index, channel);
     local
         .lifo
