@@ -463,6 +463,17 @@ impl std::error::Error for ConfigError {
     }
 }
 
+/// Refuses a pool of no levels, or of more channels than a task can name:
+/// `PoolConfig::validate`'s counts, which the [`Builder`](crate::Builder)
+/// checks before it sizes anything by them.
+pub(crate) fn check_counts(levels: usize, channels: usize) -> Result<(), ConfigError> {
+    match levels {
+        0 => Err(ConfigError::NoLevels),
+        _ if channels > MAX_CHANNELS => Err(ConfigError::TooManyChannels { channels }),
+        _ => Ok(()),
+    }
+}
+
 impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
     /// Checks the config; the pool calls this before starting anything.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -471,12 +482,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug> PoolConfig<K> {
         if threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads { threads });
         }
-        if levels == 0 {
-            return Err(ConfigError::NoLevels);
-        }
-        if channels > MAX_CHANNELS {
-            return Err(ConfigError::TooManyChannels { channels });
-        }
+        check_counts(levels, channels)?;
         let mut seen = HashSet::new();
         for (level, channels) in self.levels.iter().enumerate() {
             if channels.is_empty() {

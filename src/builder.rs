@@ -287,13 +287,8 @@ impl Builder {
     #[inline]
     pub fn build(self) -> Result<OwnedPool<Leveled>, ConfigError> {
         let levels = self.levels;
-        if levels == 0 {
-            return Err(ConfigError::NoLevels);
-        }
         // Before anything is sized by the count: a level is a channel.
-        if levels > crate::MAX_CHANNELS {
-            return Err(ConfigError::TooManyChannels { channels: levels });
-        }
+        crate::behavior::check_counts(levels, levels)?;
         // Every level completes but the lowest; a lone level too.
         let mut levels_params: Vec<Vec<ChannelParams<usize>>> = (0..levels)
             .map(|key| {

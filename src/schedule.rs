@@ -147,22 +147,22 @@ pub(crate) struct Cursor {
 }
 
 impl Levels {
-    /// `levels` are channel indices, highest level first, numbered level
-    /// by level from 0 (as a pool numbers them): each level is one run of
-    /// indices, and so are the levels above it. `options[l]`'s `max_wait`
-    /// (missing: none), level `l`'s starvation bound (HighestFirst only).
+    /// `sizes[l]` is level `l`'s count of channels, highest level first;
+    /// the channels are numbered level by level from 0 (as a pool numbers
+    /// them): each level is one run of indices, and so are the levels
+    /// above it. `options[l]`'s `max_wait` (missing: none), level `l`'s
+    /// starvation bound (HighestFirst only).
     pub(crate) fn new(
-        levels: Vec<Vec<usize>>,
+        sizes: &[usize],
         algorithm: &ScheduleAlgorithm,
         options: &[LevelOptions],
     ) -> Levels {
-        let total = levels.iter().map(Vec::len).sum();
+        let total = sizes.iter().sum();
         let (mut level_of, mut down_to, mut built) =
             (Vec::with_capacity(total), Vec::new(), Vec::new());
-        for (level, channels) in levels.into_iter().enumerate() {
+        for (level, &size) in sizes.iter().enumerate() {
             // The level's run, `start..end`.
-            let (start, end) = (level_of.len(), level_of.len() + channels.len());
-            debug_assert!(channels.iter().copied().eq(start..end));
+            let (start, end) = (level_of.len(), level_of.len() + size);
             level_of.resize(end, level);
             // `down_to[l]`: the levels `0..=l`, the run `0..end`.
             down_to.push(BitSet::of_runs(vec![(0, end)]));
@@ -171,7 +171,7 @@ impl Levels {
                 ScheduleAlgorithm::RoundRobin(_) => vec![(0, start), (end, total)],
             };
             built.push(Level {
-                channels: channels.into(),
+                channels: (start..end).collect(),
                 mask: BitSet::of_runs(vec![(start, end)]),
                 others: BitSet::of_runs(others),
             });

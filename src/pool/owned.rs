@@ -192,14 +192,8 @@ fn build_shared<K: Copy + std::fmt::Debug>(
     let threads = config.threads;
     let params: Vec<_> = config.levels.iter().flatten().collect();
     let keys: Vec<K> = params.iter().map(|channel| channel.key).collect();
-    // Each level's channel indices, in order.
-    let mut next = 0..;
-    let levels = config
-        .levels
-        .iter()
-        .map(|level| next.by_ref().take(level.len()).collect())
-        .collect();
-    let levels = Levels::new(levels, &config.schedule, options);
+    let sizes: Vec<usize> = config.levels.iter().map(Vec::len).collect();
+    let levels = Levels::new(&sizes, &config.schedule, options);
     // Seats `0..threads` are the worker threads', the rest guest seats
     // (see `core::seats`): one per worker (a stand-in for it while it
     // blocks) and one for a driving thread.
@@ -226,15 +220,8 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         .expect("smartpool: pool ids exhausted");
     let (mut locals, stealers): (Vec<_>, Vec<_>) = (0..seats)
         .map(|index| {
-            let (local, stealers) = WorkerLocal::new(
-                id,
-                index,
-                keys.len(),
-                index >= threads,
-                seating.floor[index],
-                index < seating.reserved,
-            );
-            (local, stealers.into_boxed_slice())
+            let (floor, reserved) = (seating.floor[index], index < seating.reserved);
+            WorkerLocal::new(id, index, keys.len(), index >= threads, floor, reserved)
         })
         .unzip();
     let guests = locals.split_off(threads);
@@ -245,7 +232,7 @@ fn build_shared<K: Copy + std::fmt::Debug>(
         sleep: Sleep::with_domains(seating.domain.clone()),
         close: CloseState::new(threads),
         channels: channels.into(),
-        stealers: stealers.into(),
+        stealers: stealers.into_iter().map(Vec::into_boxed_slice).collect(),
         job_stealers: (0..seats).map(|_| defaults(keys.len())).collect(),
         job_injectors: defaults(keys.len()),
         job_used: defaults(keys.len()),
