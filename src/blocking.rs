@@ -128,12 +128,9 @@ impl Blocking {
         let mut inner = lock(&self.state.inner);
         let id = inner.next;
         inner.next += 1;
-        if stand_in {
-            // A stand-in is waited for by a blocked worker: it goes first.
-            inner.queue.push_front((id, job));
-        } else {
-            inner.queue.push_back((id, job));
-        }
+        // A stand-in is waited for by a blocked worker: it goes first.
+        let at = if stand_in { 0 } else { inner.queue.len() };
+        inner.queue.insert(at, (id, job));
         if inner.idle > inner.promised {
             inner.promised += 1;
             drop(inner);
@@ -160,12 +157,11 @@ impl Blocking {
         // back, unless a thread is running (not starting) that will take
         // it when its job ends.
         inner.threads -= 1;
-        let Some(at) = inner.queue.iter().position(|(job, _)| *job == id) else {
+        let later = inner.threads > inner.starting + inner.idle && !stand_in;
+        let at = inner.queue.iter().position(|(job, _)| *job == id);
+        let Some(at) = at.filter(|_| !later) else {
             return Ok(());
         };
-        if inner.threads > inner.starting + inner.idle && !stand_in {
-            return Ok(());
-        }
         let (_, job) = inner.queue.remove(at).expect("found above");
         drop(inner);
         job(false);

@@ -65,8 +65,8 @@ const STATES: [WorkerState; 3] = [
 /// [`PoolBehavior::deadlock`](crate::PoolBehavior::deadlock).
 #[derive(Debug, Clone)]
 pub struct DeadlockReport {
-    pub(crate) workers: Vec<WorkerState>,
-    pub(crate) queued: Vec<String>,
+    workers: Vec<WorkerState>,
+    queued: Vec<String>,
 }
 
 impl DeadlockReport {
@@ -117,13 +117,10 @@ impl Blocked {
     /// domain.
     pub(crate) fn new(domain_of: &[usize]) -> Blocked {
         let domains = domain_of.iter().max().map_or(1, |&d| d + 1);
-        let mut sizes = vec![0; domains];
-        for &d in domain_of {
-            sizes[d] += 1;
-        }
+        let size = |domain| domain_of.iter().filter(|&&d| d == domain).count();
         Blocked {
             counts: (0..domains).map(|_| AtomicUsize::new(0)).collect(),
-            sizes: sizes.into(),
+            sizes: (0..domains).map(size).collect(),
             domain_of: domain_of.into(),
             states: domain_of.iter().map(|_| AtomicU8::new(0)).collect(),
             reported: AtomicBool::new(false),
@@ -135,7 +132,7 @@ impl Blocked {
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> bool {
         self.states[index].store(state as u8, Ordering::SeqCst);
         self.counts[self.domain_of[index]].fetch_add(1, Ordering::SeqCst);
-        self.all()
+        self.all(0)
     }
 
     /// Worker `index` is working again; a later deadlock is a new episode.
@@ -145,23 +142,23 @@ impl Blocked {
         self.reported.store(false, Ordering::SeqCst);
     }
 
-    /// Whether every common worker thread is blocked (a pool of none never
-    /// is).
+    /// Whether every worker thread of sleep domain `domain` (0: the common
+    /// one) is blocked (a domain of none never is; a reserved one has one
+    /// at least).
     #[inline]
-    pub(crate) fn all(&self) -> bool {
-        let n = self.counts[0].load(Ordering::SeqCst);
-        n != 0 && n == self.sizes[0]
+    pub(crate) fn all(&self, domain: usize) -> bool {
+        let n = self.counts[domain].load(Ordering::SeqCst);
+        n != 0 && n == self.sizes[domain]
     }
 
-    /// Whether every worker of reserved domain `domain` is blocked.
-    pub(crate) fn domain_all(&self, domain: usize) -> bool {
-        self.counts[domain].load(Ordering::SeqCst) == self.sizes[domain]
-    }
-
-    /// Claims the report of this episode: `Some(states)` once.
-    pub(crate) fn claim_report(&self) -> Option<Vec<WorkerState>> {
-        let first = !self.reported.swap(true, Ordering::SeqCst);
+    /// Claims the report of this episode, with tasks waiting in the
+    /// `queued` channels: `Some` once (none while `queued` is empty).
+    pub(crate) fn claim_report(&self, queued: Vec<String>) -> Option<DeadlockReport> {
+        let first = !queued.is_empty() && !self.reported.swap(true, Ordering::SeqCst);
         let state = |s: &AtomicU8| STATES[usize::from(s.load(Ordering::SeqCst))];
-        first.then(|| self.states.iter().map(state).collect())
+        first.then(|| DeadlockReport {
+            workers: self.states.iter().map(state).collect(),
+            queued,
+        })
     }
 }

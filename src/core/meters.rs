@@ -119,13 +119,6 @@ impl Counter {
         value
     }
 
-    /// Raises the count to `n` if it is below: for the one writer only.
-    fn raise(&self, n: u64) {
-        if ENABLED && self.0.load(Ordering::Relaxed) < n {
-            self.0.store(n, Ordering::Relaxed);
-        }
-    }
-
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -159,12 +152,24 @@ pub(crate) struct ChannelCounts<C = Counter> {
     /// The sampled queue waits of the tasks started from it, per bucket
     /// (see [`BUCKETS`]), and the longest, in µs: a seat's block only
     /// (see [`SeatMeters::waited`]).
-    pub(crate) waits: [C; BUCKETS],
+    pub(crate) waits: Buckets<C>,
     pub(crate) max_wait: C,
     /// In a sum only (any thread counts them, in [`Meters`]): tasks
     /// cancelled, and tokens dropped in the channel unrun.
     pub(crate) cancelled: C,
     pub(crate) dropped: C,
+}
+
+/// A count per bucket of [`BUCKETS`].
+#[derive(Clone, Copy)]
+pub(crate) struct Buckets<C>(pub(crate) [C; BUCKETS]);
+
+// By hand: the derived array `Default` makes one call per bucket (32 of
+// them, for each type of count); `from_fn` is one loop.
+impl<C: Default> Default for Buckets<C> {
+    fn default() -> Buckets<C> {
+        Buckets(std::array::from_fn(|_| C::default()))
+    }
 }
 
 /// Every block's counts for one channel, summed.
@@ -213,15 +218,6 @@ pub(crate) struct SeatMeters {
     since: AtomicU64,
 }
 
-/// A seat's running interval, as a snapshot reads it.
-pub(crate) struct Running {
-    pub(crate) channel: usize,
-    /// Its level, or [`NO_LEVEL`] (a look between two of the seat's
-    /// writes).
-    level: u32,
-    pub(crate) since: u64,
-}
-
 impl SeatMeters {
     /// The seat runs a task of channel `channel`.
     #[inline(always)]
@@ -266,13 +262,10 @@ impl SeatMeters {
     /// that helps), the seat runs that task again, and its time counts for
     /// that task's level.
     pub(crate) fn restore(&self, meters: &Meters, activity: u32) {
-        if !ENABLED || self.activity.load(Ordering::Relaxed) == activity {
-            return;
-        }
-        if activity == IDLE {
-            self.idle(meters.epoch);
-        } else {
-            self.switch(meters, activity);
+        match activity {
+            _ if !ENABLED || self.activity.load(Ordering::Relaxed) == activity => {}
+            IDLE => self.idle(meters.epoch),
+            _ => self.switch(meters, activity),
         }
     }
 
@@ -286,17 +279,10 @@ impl SeatMeters {
         }
     }
 
-    /// What the seat runs, if it runs a task (acquire: see
-    /// [`SeatMeters::idle`]).
-    pub(crate) fn running_now(&self) -> Option<Running> {
-        match self.activity.load(Ordering::Acquire) {
-            IDLE => None,
-            code => Some(Running {
-                channel: code as usize - 1,
-                level: self.level.load(Ordering::Relaxed),
-                since: self.since.load(Ordering::Relaxed),
-            }),
-        }
+    /// The channel of the task the seat runs, if it runs one (see
+    /// [`IDLE`]; acquire: see [`SeatMeters::idle`]).
+    pub(crate) fn running_now(&self) -> Option<usize> {
+        (self.activity.load(Ordering::Acquire) as usize).checked_sub(1)
     }
 
     /// A task of channel `channel` started after waiting since `stamp` (a
@@ -307,8 +293,11 @@ impl SeatMeters {
         let waited = u64::from(micros(epoch).wrapping_sub(stamp) & !STAMP);
         let bucket = (64 - waited.leading_zeros() as usize).min(BUCKETS - 1);
         if let Some(counts) = self.channels.get(channel) {
-            counts.waits[bucket].add(1);
-            counts.max_wait.raise(waited);
+            counts.waits.0[bucket].add(1);
+            // The longest: raised to `waited` if below.
+            counts
+                .max_wait
+                .add(waited.saturating_sub(counts.max_wait.get()));
         }
     }
 }
@@ -500,11 +489,8 @@ impl Meters {
     /// its task is cancelled (else the token was stale); `queued`, it was
     /// dropped in the channel's queue.
     pub(crate) fn dropped(&self, channel: usize, cancelled: bool, queued: bool) {
-        if !ENABLED {
-            return;
-        }
         for (yes, counts) in [(cancelled, &self.cancelled), (queued, &self.dropped)] {
-            if let (true, Some(count)) = (yes, counts.get(channel)) {
+            if let (true, true, Some(count)) = (ENABLED, yes, counts.get(channel)) {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -535,9 +521,13 @@ impl Meters {
         self.seats
             .iter()
             .map(|seat| {
-                let running = seat.running_now().filter(|r| r.level as usize == level);
-                let running = running.map_or(0, |r| now.saturating_sub(r.since));
-                seat.busy.get(level).map_or(0, |busy| busy.0.get()) + running
+                // Its running interval, if it runs `level` (its level reads
+                // `NO_LEVEL` between two of the seat's writes).
+                let running = seat.running_now().is_some()
+                    && seat.level.load(Ordering::Relaxed) as usize == level;
+                let running =
+                    running.then(|| now.saturating_sub(seat.since.load(Ordering::Relaxed)));
+                seat.busy.get(level).map_or(0, |busy| busy.0.get()) + running.unwrap_or(0)
             })
             .sum()
     }
@@ -553,7 +543,7 @@ impl ChannelSum {
         self.completed += counts.completed.get();
         self.panicked += counts.panicked.get();
         self.aborted += counts.aborted.get();
-        for (into, from) in self.waits.iter_mut().zip(counts.waits.iter()) {
+        for (into, from) in self.waits.0.iter_mut().zip(counts.waits.0.iter()) {
             *into += from.get();
         }
         self.max_wait = self.max_wait.max(counts.max_wait.get());

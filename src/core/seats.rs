@@ -103,20 +103,21 @@ impl Seats {
         }
     }
 
-    /// The thread of a taken seat was told to give it back: it is
-    /// retiring until it does ([`Seats::release`] with `retired`).
-    pub(crate) fn retiring(&self) {
-        lock(&self.inner).retiring += 1;
-    }
-
-    /// Undoes [`Seats::retiring`]: the thread had given its seat back.
-    pub(crate) fn not_retiring(&self) {
-        lock(&self.inner).retiring -= 1;
+    /// Tells the thread of a taken seat to give it back (`tell`: `false`
+    /// if it gave it back already), under the list's lock: a seat told is
+    /// retiring until its thread gives it back ([`Seats::release`] with
+    /// `retired`), which cannot happen before it is counted. Returns what
+    /// `tell` did.
+    pub(crate) fn retire(&self, tell: impl FnOnce() -> bool) -> bool {
+        let mut inner = lock(&self.inner);
+        let told = tell();
+        inner.retiring += usize::from(told);
+        told
     }
 
     /// Gives back a seat its thread emptied (see the module's invariant)
     /// and wakes those who waited for one. `retired`: the thread had been
-    /// told to ([`Seats::retiring`]).
+    /// told to ([`Seats::retire`]).
     pub(crate) fn release(&self, seat: WorkerLocal, retired: bool) {
         let mut inner = lock(&self.inner);
         inner.free.push(seat);

@@ -93,7 +93,7 @@ pub(crate) struct Shared {
     /// Whether channel `index` may hold a task (its `may_have_tasks`,
     /// caught, and its jobs; set once the pool exists): the deadlock check
     /// confirms a status bit with it.
-    pub(crate) channel_holds: OnceLock<ChannelHolds>,
+    pub(crate) channel_holds: OnceLock<Box<dyn Fn(usize) -> bool + Send + Sync>>,
     /// What the pool did, for `Pool::metrics` (see `meters`).
     pub(crate) meters: super::meters::Meters,
     /// The stall watcher's wake-up (see `pool::stall`).
@@ -106,7 +106,7 @@ pub(crate) struct Shared {
 /// idle; a worker that ends an idle spell with a task rings it then (a
 /// relaxed look at `idle`: a ring the look misses costs one late report,
 /// at most the watcher's idle wait, and nothing else). Close stops it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Bell {
     /// The watcher waits for a ring (every seat was idle).
     idle: std::sync::atomic::AtomicBool,
@@ -144,12 +144,9 @@ impl Bell {
         let state = lock_std(&self.state);
         self.idle.store(idle, Relaxed);
         // Until stopped, or (waiting idle) rung.
-        let (mut state, _) = self
-            .wake
-            .wait_timeout_while(state, period, |&mut (stopped, rung)| {
-                !(stopped || idle && rung)
-            })
-            .unwrap_or_else(|p| p.into_inner());
+        let until = |&mut (stopped, rung): &mut (bool, bool)| !(stopped || idle && rung);
+        let waited = self.wake.wait_timeout_while(state, period, until);
+        let (mut state, _) = waited.unwrap_or_else(|p| p.into_inner());
         self.idle.store(false, Relaxed);
         state.1 = false;
         state.0
@@ -158,9 +155,6 @@ impl Bell {
 
 /// What the pool calls with a deadlock report (see `blocked`).
 pub(crate) type DeadlockHandler = Box<dyn Fn(&DeadlockReport) + Send + Sync>;
-
-/// See [`Shared::channel_holds`].
-pub(crate) type ChannelHolds = Box<dyn Fn(usize) -> bool + Send + Sync>;
 
 /// A worker thread blocked (see [`Shared::block`]) until this drops.
 pub(crate) struct BlockedGuard<'a>(&'a Shared, usize);
@@ -218,7 +212,7 @@ impl Shared {
             None => self.sleep.new_jobs_at(index, n),
             Some(options) => self.pushed_with(options, index, n),
         };
-        if woken == 0 && self.blocked.all() {
+        if woken == 0 && self.blocked.all(0) {
             self.deadlocked();
         }
     }
@@ -240,24 +234,14 @@ impl Shared {
 
     /// Worker thread `index` blocks as `state` until the guard drops (see
     /// `blocked`); if it is the last one to, and a task is queued (see
-    /// [`Shared::may_hold`]), reports the deadlock.
+    /// [`Shared::deadlocked`]), reports the deadlock.
     pub(crate) fn block(&self, index: usize, state: WorkerState) -> BlockedGuard<'_> {
         // `status.any` is the SeqCst load that pairs with a push's (see
-        // `blocked`); `may_hold` then confirms a set bit.
-        if self.blocked.block(index, state)
-            && self.status.any()
-            && (0..self.channels.len()).any(|i| self.may_hold(i))
-        {
+        // `blocked`); `deadlocked` then confirms a set bit.
+        if self.blocked.block(index, state) && self.status.any() {
             self.deadlocked();
         }
         BlockedGuard(self, index)
-    }
-
-    /// Whether channel `index` may hold a task: its status bit is set, and
-    /// the pool's [`Shared::channel_holds`] confirms it (a bit may be stale).
-    fn may_hold(&self, index: usize) -> bool {
-        self.status.is_set(self.channels[index].bit)
-            && self.channel_holds.get().is_none_or(|holds| holds(index))
     }
 
     /// Every worker thread is blocked while a task is queued: reports it
@@ -270,22 +254,21 @@ impl Shared {
         }
         // Tasks no unblocked worker serves: those of channels whose reserved
         // domains are all blocked too (without reservations: any), and
-        // that may hold a task.
+        // that may hold a task: its status bit is set, and the pool's
+        // `channel_holds` confirms it (a bit may be stale).
         let channels = self.channels.iter().enumerate();
         let queued: Vec<String> = channels
             .filter(|&(index, c)| {
                 let wakes = c.options.as_ref().map_or(&[][..], |o| &o.wakes);
-                wakes.iter().all(|&d| self.blocked.domain_all(d)) && self.may_hold(index)
+                wakes.iter().all(|&d| self.blocked.all(d))
+                    && self.status.is_set(c.bit)
+                    && self.channel_holds.get().is_none_or(|holds| holds(index))
             })
             .map(|(_, c)| c.name.to_string())
             .collect();
-        if queued.is_empty() {
-            return;
-        }
-        let Some(workers) = self.blocked.claim_report() else {
+        let Some(report) = self.blocked.claim_report(queued) else {
             return;
         };
-        let report = DeadlockReport { workers, queued };
         // Logged whatever the behavior's handler does with it.
         log::error!("smartpool: {report}");
         if let Some(handler) = self.on_deadlock.get() {
@@ -299,11 +282,7 @@ impl Shared {
     /// task made for it must take ([`Admitted::hand_to`]).
     pub(crate) fn admit(&self, index: usize) -> Result<Option<Admitted<'_>>, Closed> {
         if !self.channels[index].complete_on_close {
-            return if self.close.is_closing() {
-                Err(Closed)
-            } else {
-                Ok(None)
-            };
+            return (!self.close.is_closing()).then_some(None).ok_or(Closed);
         }
         // The count is made either way; refused, it drops at once, which
         // gives it back (and may terminate).

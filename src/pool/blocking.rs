@@ -178,14 +178,13 @@ impl<B: PoolBehavior> Pool<B> {
                 }
             })
         };
-        if let Err(e) = self.blocking.run(job, true) {
+        let started = self.blocking.run(job, true).inspect_err(|e| {
             log::error!(
                 "smartpool: no stand-in thread could be started for a worker in \
                  block_in_place: {e}; the pool has one worker fewer meanwhile"
-            );
-            return None;
-        }
-        Some(stand_in)
+            )
+        });
+        started.ok().map(|()| stand_in)
     }
 
     /// A stand-in's life on its blocking thread: the seat's worker until
@@ -197,9 +196,8 @@ impl<B: PoolBehavior> Pool<B> {
         // the loop is logged and the loop goes on (see `worker::run`).
         loop {
             match catch_unwind(AssertUnwindSafe(|| guest.worker().help_until(&retired))) {
-                Ok(true) => break,
-                Ok(false) if self.shared.close.is_terminated() => break,
-                Ok(false) => {}
+                Ok(done) if done || self.shared.close.is_terminated() => break,
+                Ok(_) => {}
                 Err(panic) => log::error!(
                     "smartpool: stand-in for a blocked worker: a channel panicked: {}; it goes on",
                     crate::contain::panic_message(&*panic)
@@ -228,16 +226,14 @@ const GONE: u8 = 2;
 impl StandIn {
     /// Tells the stand-in to retire, counting its seat as retiring (see
     /// `seats`) if it still holds it: the count goes up before the stand-in
-    /// can see the request, and it comes down with the seat's release only
-    /// if the stand-in saw it, so it never drifts.
+    /// can give the seat back, and it comes down with the seat's release
+    /// only if the stand-in saw the request, so it never drifts.
     fn retire(&self, shared: &crate::core::Shared) {
-        shared.seats.retiring();
-        match self
-            .state
-            .compare_exchange(SERVING, RETIRING, Ordering::SeqCst, Ordering::SeqCst)
-        {
-            Ok(_) => shared.sleep.rouse(self.index),
-            Err(_) => shared.seats.not_retiring(), // gone already
+        use Ordering::SeqCst;
+        let state = &self.state;
+        let tell = || state.compare_exchange(SERVING, RETIRING, SeqCst, SeqCst);
+        if shared.seats.retire(|| tell().is_ok()) {
+            shared.sleep.rouse(self.index);
         }
     }
 }

@@ -206,9 +206,7 @@ impl<B: PoolBehavior> Pool<B> {
                 self.shared.bell.ring();
             }
             // (A stale token a move left behind is not a task run.)
-            if execute(self, Some(seat), task) {
-                ran += 1;
-            }
+            ran += usize::from(execute(self, Some(seat), task));
         }
         ran
     }
@@ -303,9 +301,8 @@ impl<'a, B: PoolBehavior> Guest<'a, B> {
     /// worker; `None` if none is free (then `waker`, if given, is woken
     /// when one is).
     fn take(pool: &'a Arc<Pool<B>>, waker: Option<&Waker>) -> Option<Guest<'a, B>> {
-        if !crate::context::available() {
-            return None; // the thread's locals are being destroyed
-        }
+        // (None while the thread's locals are being destroyed.)
+        crate::context::available().then_some(())?;
         let local = pool.shared.seats.claim(waker)?;
         Some(Guest::enter(pool, local, GUEST_STACK_BUDGET))
     }

@@ -63,8 +63,7 @@ impl<B: PoolBehavior> Pool<B> {
             let wait = &channel.queue_wait;
             for (quantile, value) in [("0.5", wait.p50), ("0.99", wait.p99), ("1", wait.max)] {
                 if let Some(value) = value {
-                    let mut labels = labels.to_vec();
-                    labels.push(("quantile", quantile.to_string()));
+                    let labels = [&labels[..], &[("quantile", quantile.to_string())]].concat();
                     gauge!("smartpool_queue_wait_seconds", &labels).set(value.as_secs_f64());
                 }
             }

@@ -79,22 +79,21 @@ pub struct QueueWait {
 impl QueueWait {
     fn from_buckets(buckets: &[u64], max_micros: u64) -> QueueWait {
         let samples: u64 = buckets.iter().sum();
+        // Only once measured: a quantile of no sample is `None`.
         let quantile = |q: f64| {
-            if samples == 0 {
-                return None;
-            }
-            let rank = ((samples as f64) * q).ceil().max(1.0) as u64;
-            let mut seen = 0;
-            let bucket = buckets
-                .iter()
-                .position(|&n| {
-                    seen += n;
-                    seen >= rank
-                })
-                .unwrap_or(buckets.len() - 1);
-            // The bucket's upper bound, but no more than the longest wait.
-            let bound = (1u64 << bucket).min(max_micros.max(1));
-            Some(Duration::from_micros(bound))
+            (samples > 0).then(|| {
+                let rank = ((samples as f64) * q).ceil().max(1.0) as u64;
+                let mut seen = 0;
+                let bucket = buckets
+                    .iter()
+                    .position(|&n| {
+                        seen += n;
+                        seen >= rank
+                    })
+                    .unwrap_or(buckets.len() - 1);
+                // The bucket's upper bound, but no more than the longest wait.
+                Duration::from_micros((1u64 << bucket).min(max_micros.max(1)))
+            })
         };
         QueueWait {
             samples,
@@ -186,7 +185,7 @@ impl<B: PoolBehavior> Pool<B> {
                         cancelled: sum.cancelled + sum.aborted,
                         queued: (sum.submitted + sum.reentered)
                             .saturating_sub(sum.taken + sum.dropped),
-                        queue_wait: QueueWait::from_buckets(&sum.waits, sum.max_wait),
+                        queue_wait: QueueWait::from_buckets(&sum.waits.0, sum.max_wait),
                         stalls: meters.stalls[index].get(),
                     }
                 })
@@ -200,8 +199,8 @@ impl<B: PoolBehavior> Pool<B> {
                 .map(|index| {
                     let seat = &meters.seats[index];
                     let activity = match seat.running_now() {
-                        Some(running) => Activity::Running {
-                            level: self.shared.channels[running.channel].level,
+                        Some(channel) => Activity::Running {
+                            level: self.shared.channels[channel].level,
                         },
                         None if self.shared.sleep.is_asleep(index) => Activity::Asleep,
                         None => Activity::Searching,

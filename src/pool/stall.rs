@@ -66,10 +66,10 @@ impl Watcher {
     /// `metrics` feature is on); `None` otherwise, or if no thread could
     /// be started (the pool works without it, and the error is logged).
     pub(crate) fn start<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Option<Watcher> {
-        let threshold = pool.behavior.stall_threshold()?.max(MIN_THRESHOLD);
-        if !crate::core::meters::ENABLED {
-            return None;
-        }
+        let threshold = pool.behavior.stall_threshold();
+        let threshold = threshold
+            .filter(|_| crate::core::meters::ENABLED)?
+            .max(MIN_THRESHOLD);
         // Per level, the status bits of that level and those above.
         let waiting: Box<[BitSet]> = (0..=pool.levels.lowest())
             .map(|level| pool.levels.bits_down_to(level).clone())
@@ -104,10 +104,9 @@ impl Drop for Watcher {
 
 /// What the watcher saw of one seat.
 struct Look {
-    /// The channel of the task it ran, if any.
-    channel: Option<usize>,
-    progress: u64,
-    /// Since when the seat showed this channel and progress.
+    /// The channel of the task it ran and its progress, if it ran one.
+    seen: Option<(usize, u64)>,
+    /// Since when the seat showed this.
     since: Instant,
     /// Whether this poll was reported already.
     reported: bool,
@@ -138,16 +137,15 @@ fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: D
     let now = Instant::now();
     let mut busy = false;
     for (seat, meter) in meters.seats.iter().enumerate() {
-        let channel = meter.running_now().map(|r| r.channel);
-        // Its progress: the channel's tasks it took, the tasks it ran
-        // inline, and its changes of activity (a task of another channel,
-        // run in a wait, changes it). The same in two looks: one poll ran
-        // between them.
-        let progress = channel.map_or(0, |c| meter.channels[c].taken.get() + meter.inline.get());
-        busy |= channel.is_some();
+        // The channel of the task it runs, and its progress: the channel's
+        // tasks it took, the tasks it ran inline, and its changes of
+        // activity (a task of another channel, run in a wait, changes it).
+        // The same in two looks: one poll ran between them.
+        let progress = |c: usize| meter.channels[c].taken.get() + meter.inline.get();
+        let seen = meter.running_now().map(|c| (c, progress(c)));
+        busy |= seen.is_some();
         let fresh = Look {
-            channel,
-            progress,
+            seen,
             since: now,
             reported: false,
         };
@@ -155,11 +153,11 @@ fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: D
             looks.push(fresh);
             continue;
         };
-        if last.channel != channel || last.progress != progress {
+        if last.seen != seen {
             *last = fresh;
             continue;
         }
-        let Some(channel) = channel else { continue };
+        let Some((channel, _)) = seen else { continue };
         let ran = now.saturating_duration_since(last.since);
         if last.reported || ran < threshold {
             continue;

@@ -95,8 +95,10 @@ fn hand_over_loses_no_wake_up_and_no_seat() {
         // While W blocks, S and G take both tasks.
         world.wait_taken(2);
         // W is back: the stand-in retires, roused if it sleeps.
-        seats.retiring();
-        retire.store(true, Ordering::SeqCst);
+        seats.retire(|| {
+            retire.store(true, Ordering::SeqCst);
+            true
+        });
         world.sleep.rouse(2);
         if let Some(seat) = seats.claim(None) {
             assert!(!holding.load(Ordering::SeqCst), "a seat with two owners");
