@@ -55,7 +55,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// [`lock`] for a std mutex also under loom: for state that no loom model
-/// runs (the blocking threads, the injector of a `WorkQueue`).
+/// runs (the blocking threads, the injector of a `WorkQueue`, the heap of
+/// a `ShortestDeadlineFirst`).
 pub(crate) fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
