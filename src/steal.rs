@@ -166,7 +166,8 @@ impl WorkQueue {
     #[inline]
     pub fn push(&self, task: RunningTask, link: &ChannelLink) {
         let pushed = if task.is_requeued() && !self.is_empty() {
-            link.push_local_behind(task, |mine| {
+            // Outside work goes ahead of the yielder, on the deque or first.
+            crate::core::context::push_local(&link.shared, link.index, task, |mine| {
                 if mine.deque.is_empty() {
                     self.drain_into(&mine.deque);
                 } else {

@@ -6,23 +6,27 @@
 //! argument is about goes through here; plain data structures (the `Arc` that
 //! owns a task, crossbeam's deques) stay `std`.
 
+#[cfg(loom)]
+use loom as imp;
 #[cfg(not(loom))]
-pub(crate) use std::sync::{
+use std as imp;
+
+pub(crate) use imp::sync::{
     atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     Condvar, Mutex, MutexGuard,
 };
+// `yield_now` gives up the processor between search rounds (loom's lets the
+// model run another thread).
+pub(crate) use imp::thread::{current as thread_current, park, yield_now, Thread};
 
+// `park_timeout` parks the calling thread for at most its timeout; loom's
+// parks until an unpark (its models wait no time).
 #[cfg(not(loom))]
-pub(crate) use std::thread::{current as thread_current, park, Thread};
-
+pub(crate) use std::thread::park_timeout;
 #[cfg(loom)]
-pub(crate) use loom::thread::{current as thread_current, park, Thread};
-
-#[cfg(loom)]
-pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
-    Condvar, Mutex, MutexGuard,
-};
+pub(crate) fn park_timeout(_timeout: std::time::Duration) {
+    loom::thread::park();
+}
 
 /// Holds `value` in a cell until dropped, then puts back what the cell
 /// held before (also in an unwind).
@@ -51,7 +55,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// [`lock`] for a std mutex also under loom: for state that no loom model
-/// runs (the blocking threads, the injector of a `WorkQueue`).
+/// runs (the blocking threads, the injector of a `WorkQueue`, the heap of
+/// a `ShortestDeadlineFirst`).
 pub(crate) fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -139,27 +144,6 @@ pub(crate) fn later(from: std::time::Instant, delay: std::time::Duration) -> std
     from.checked_add(delay.min(FAR))
         .or_else(|| from.checked_add(std::time::Duration::from_secs(86_400)))
         .unwrap_or(from)
-}
-
-/// Parks the calling thread for at most `timeout` (loom's version parks
-/// until an unpark: its models wait no time).
-pub(crate) fn park_timeout(timeout: std::time::Duration) {
-    #[cfg(not(loom))]
-    std::thread::park_timeout(timeout);
-    #[cfg(loom)]
-    {
-        let _ = timeout;
-        loom::thread::park();
-    }
-}
-
-/// Gives up the processor between search rounds (loom's version lets the
-/// model run another thread).
-pub(crate) fn yield_now() {
-    #[cfg(not(loom))]
-    std::thread::yield_now();
-    #[cfg(loom)]
-    loom::thread::yield_now();
 }
 
 /// A cell for data a protocol hands from thread to thread (under loom, its

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::{Channel, ChannelLink, ExecParam, LinkSlot, Rejected, WorkerContext};
+use crate::sync::lock_std;
 use crate::task::{JoinHandle, RunningTask};
 
 /// Serves the task with the earliest deadline first; tasks with equal
@@ -91,11 +92,6 @@ impl ShortestDeadlineFirst {
     {
         self.try_exec_param(future, deadline)
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        // No user code runs under this lock: a poisoned one is consistent.
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 impl Channel for ShortestDeadlineFirst {
@@ -108,11 +104,11 @@ impl Channel for ShortestDeadlineFirst {
     }
 
     fn pop(&self, _worker: &WorkerContext<'_>) -> Option<RunningTask> {
-        self.lock().heap.pop().map(|entry| entry.task)
+        lock_std(&self.queue).heap.pop().map(|entry| entry.task)
     }
 
     fn may_have_tasks(&self) -> bool {
-        !self.lock().heap.is_empty()
+        !lock_std(&self.queue).heap.is_empty()
     }
 }
 
@@ -120,7 +116,7 @@ impl ExecParam for ShortestDeadlineFirst {
     type Param = Instant;
 
     fn push_param(&self, task: RunningTask, deadline: Instant, _link: &ChannelLink) {
-        let mut queue = self.lock();
+        let mut queue = lock_std(&self.queue);
         let seq = queue.next;
         queue.next += 1;
         queue.heap.push(Entry {

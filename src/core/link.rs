@@ -49,17 +49,6 @@ impl ChannelLink {
     pub fn push_local(&self, task: RunningTask) -> Result<(), RunningTask> {
         crate::core::context::push_local(&self.shared, self.index, task, |_| {})
     }
-
-    /// [`ChannelLink::push_local`], calling `before` with the worker's
-    /// state for the channel just before the push (`steal` puts outside
-    /// work ahead of a yielding task there).
-    pub(crate) fn push_local_behind(
-        &self,
-        task: RunningTask,
-        before: impl FnOnce(&crate::core::context::LocalChannel),
-    ) -> Result<(), RunningTask> {
-        crate::core::context::push_local(&self.shared, self.index, task, before)
-    }
 }
 
 impl fmt::Debug for ChannelLink {

@@ -106,10 +106,9 @@ struct Entry {
 impl Watch {
     /// The memory for a pool of `workers`.
     pub(crate) fn new(workers: usize) -> Watch {
-        let now = Instant::now();
         let memory = Memory {
             seen: Seen::EMPTY,
-            since: now,
+            since: Instant::now(),
             filled: None,
             single: None,
         };

@@ -73,7 +73,7 @@ impl Help for Worker {
     fn waker(&self) -> Box<dyn Fn() + Send + Sync> {
         let sleep = self.sleep.clone();
         Box::new(move || {
-            sleep.wake(0);
+            sleep.rouse(0);
         })
     }
 }

@@ -581,17 +581,13 @@ impl Sleep {
     /// Gets `worker` searching: wakes it if it sleeps, pokes it if it
     /// watches (for a waiter whose wait is over, see `scope`).
     pub(crate) fn rouse(&self, worker: usize) {
-        if !self.wake(worker) {
+        if !self.wake_hinted(worker, 0) {
             unwatch(&self.slots[worker]);
         }
     }
 
-    /// Wakes `worker` if it is blocked in its slot; returns whether it was.
-    pub(crate) fn wake(&self, worker: usize) -> bool {
-        self.wake_hinted(worker, 0)
-    }
-
-    /// [`Sleep::wake`], telling the worker `hint` (see "Wake hints").
+    /// Wakes `worker` if it is blocked in its slot, telling it `hint` (see
+    /// "Wake hints"); returns whether it was.
     fn wake_hinted(&self, worker: usize, hint: usize) -> bool {
         let slot = &self.slots[worker];
         let mut park = lock(&slot.park);
