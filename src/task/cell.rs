@@ -946,7 +946,11 @@ impl<F: TaskFuture> TaskCell<F> {
                     // Close is sweeping (for an uncounted task) or past its
                     // deadline (for any): claimed back and dropped (see
                     // `core::parked`: the sweep may have passed it by).
-                    Park::Parked if self.header.close_drops(counted) => self.close_wake(),
+                    // The clone: the poller's reference drops contained.
+                    Park::Parked if self.header.close_drops(counted) => {
+                        self.clone().close_wake();
+                        drop_reference(self);
+                    }
                     Park::Parked => drop_reference(self),
                     // Woken during the poll: the poller holds the
                     // responsibility, and hands it back (no recursion). The
