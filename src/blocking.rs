@@ -129,8 +129,11 @@ impl Blocking {
         let id = inner.next;
         inner.next += 1;
         // A stand-in is waited for by a blocked worker: it goes first.
-        let at = if stand_in { 0 } else { inner.queue.len() };
-        inner.queue.insert(at, (id, job));
+        if stand_in {
+            inner.queue.push_front((id, job));
+        } else {
+            inner.queue.push_back((id, job));
+        }
         if inner.idle > inner.promised {
             inner.promised += 1;
             drop(inner);

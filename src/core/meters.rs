@@ -262,10 +262,13 @@ impl SeatMeters {
     /// that helps), the seat runs that task again, and its time counts for
     /// that task's level.
     pub(crate) fn restore(&self, meters: &Meters, activity: u32) {
-        match activity {
-            _ if !ENABLED || self.activity.load(Ordering::Relaxed) == activity => {}
-            IDLE => self.idle(meters.epoch),
-            _ => self.switch(meters, activity),
+        if !ENABLED || self.activity.load(Ordering::Relaxed) == activity {
+            return;
+        }
+        if activity == IDLE {
+            self.idle(meters.epoch);
+        } else {
+            self.switch(meters, activity);
         }
     }
 
@@ -489,8 +492,11 @@ impl Meters {
     /// its task is cancelled (else the token was stale); `queued`, it was
     /// dropped in the channel's queue.
     pub(crate) fn dropped(&self, channel: usize, cancelled: bool, queued: bool) {
+        if !ENABLED {
+            return;
+        }
         for (yes, counts) in [(cancelled, &self.cancelled), (queued, &self.dropped)] {
-            if let (true, true, Some(count)) = (ENABLED, yes, counts.get(channel)) {
+            if let (true, Some(count)) = (yes, counts.get(channel)) {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -301,8 +301,9 @@ impl<'a, B: PoolBehavior> Guest<'a, B> {
     /// worker; `None` if none is free (then `waker`, if given, is woken
     /// when one is).
     fn take(pool: &'a Arc<Pool<B>>, waker: Option<&Waker>) -> Option<Guest<'a, B>> {
-        // (None while the thread's locals are being destroyed.)
-        crate::context::available().then_some(())?;
+        if !crate::context::available() {
+            return None; // the thread's locals are being destroyed
+        }
         let local = pool.shared.seats.claim(waker)?;
         Some(Guest::enter(pool, local, GUEST_STACK_BUDGET))
     }

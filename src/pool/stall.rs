@@ -66,10 +66,10 @@ impl Watcher {
     /// `metrics` feature is on); `None` otherwise, or if no thread could
     /// be started (the pool works without it, and the error is logged).
     pub(crate) fn start<B: PoolBehavior>(pool: &Arc<Pool<B>>) -> Option<Watcher> {
-        let threshold = pool.behavior.stall_threshold();
-        let threshold = threshold
-            .filter(|_| crate::core::meters::ENABLED)?
-            .max(MIN_THRESHOLD);
+        let threshold = pool.behavior.stall_threshold()?.max(MIN_THRESHOLD);
+        if !crate::core::meters::ENABLED {
+            return None;
+        }
         // Per level, the status bits of that level and those above.
         let waiting: Box<[BitSet]> = (0..=pool.levels.lowest())
             .map(|level| pool.levels.bits_down_to(level).clone())
@@ -141,7 +141,8 @@ fn look(shared: &Shared, waiting: &[BitSet], looks: &mut Vec<Look>, threshold: D
         // tasks it took, the tasks it ran inline, and its changes of
         // activity (a task of another channel, run in a wait, changes it).
         // The same in two looks: one poll ran between them.
-        let progress = |c: usize| meter.channels[c].taken.get() + meter.inline.get();
+        let taken = |c: usize| meter.channels.get(c).map_or(0, |c| c.taken.get());
+        let progress = |c: usize| taken(c) + meter.inline.get();
         let seen = meter.running_now().map(|c| (c, progress(c)));
         busy |= seen.is_some();
         let fresh = Look {

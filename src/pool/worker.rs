@@ -97,9 +97,10 @@ fn serve<B: PoolBehavior>(pool: &Pool<B>, local: &WorkerLocal, stop: &dyn Fn() -
                 }
                 execute(pool, Some(seat), task);
             }
+            None if local.run_stolen() => {}
             // Stopped (the loop ends), or a channel left alone: only the
             // loop's condition decides whether the worker exits.
-            None if !local.run_stolen() && !stop() => _ = back_off(local),
+            None if !stop() => _ = back_off(local),
             None => {}
         }
     }
